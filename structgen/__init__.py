@@ -1,0 +1,40 @@
+"""structgen: language model output that is valid by construction.
+
+The data flow, and the package layout that follows it:
+
+* :mod:`structgen.schema` - JSON Schema, Pydantic models and Python types become a grammar;
+* :mod:`structgen.grammar` - the one grammar form, read from and written to GBNF, GLRM and regex,
+  with an exact byte-level reference matcher;
+* :mod:`structgen.vocab` and :mod:`structgen.engine` - a grammar and a tokenizer vocabulary
+  compile into a reusable ``Constraint`` whose per-request state gives next-token masks;
+* :mod:`structgen.integrations`, :mod:`structgen.generate`, :mod:`structgen.cli` - the front.
+"""
+
+from .errors import (
+    ConstraintError,
+    GenerationError,
+    GrammarError,
+    LimitError,
+    RegexError,
+    SchemaError,
+    StructgenError,
+    VocabError,
+)
+from .grammar import Grammar
+from .limits import GrammarLimits
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ConstraintError",
+    "GenerationError",
+    "Grammar",
+    "GrammarError",
+    "GrammarLimits",
+    "LimitError",
+    "RegexError",
+    "SchemaError",
+    "StructgenError",
+    "VocabError",
+    "__version__",
+]

@@ -1,0 +1,349 @@
+"""`Grammar`: named rules over the node form of :mod:`structgen.grammar.ir`, plus a start rule.
+
+This is the one grammar object every input becomes (GBNF, GLRM, regex, JSON Schema, Python
+types) and every output is written from. It is immutable and hashable; reading and writing the
+text dialects live in their own modules and are reached through the classmethods here.
+"""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Iterable, Literal as Lit, Mapping
+
+from ..errors import GrammarError
+from ..limits import DEFAULT_GRAMMAR_LIMITS, GrammarLimits
+from . import ir
+
+if TYPE_CHECKING:
+    from .matcher import Matcher
+
+ExternKind = Lit["token", "grammar"]
+
+
+class Grammar:
+    """An immutable context-free grammar over bytes (with token atoms), and its start rule.
+
+    ``rules`` maps rule names to bodies; every :class:`~structgen.grammar.ir.Ref` must name a rule
+    or an unbound ``grammar`` extern. ``externs`` lists GLRM ``extern`` slots still to be bound
+    with :meth:`bind`: a ``token`` extern appears in bodies as ``Token(name=NAME)``, a ``grammar``
+    extern as ``Ref(NAME)``.
+    """
+
+    __slots__ = ("_rules", "_start", "_externs", "_hash", "_recursive")
+
+    def __init__(
+        self,
+        rules: Mapping[str, ir.Node] | Iterable[tuple[str, ir.Node]],
+        start: str = "root",
+        *,
+        externs: Mapping[str, ExternKind] | None = None,
+        limits: GrammarLimits = DEFAULT_GRAMMAR_LIMITS,
+    ) -> None:
+        items = list(rules.items()) if isinstance(rules, Mapping) else list(rules)
+        table: dict[str, ir.Node] = {}
+        for name, body in items:
+            if not isinstance(body, ir.Node):
+                raise TypeError(f"rule {name!r}: body must be a grammar node, not {type(body).__name__}")
+            if name in table:
+                raise GrammarError("rule defined twice", rule=name)
+            table[name] = body
+        self._rules = MappingProxyType(table)
+        self._start = start
+        self._externs = MappingProxyType(dict(externs or {}))
+        self._hash = hash((start, frozenset(table.items()), frozenset(self._externs.items())))
+        self._recursive: frozenset[str] | None = None
+        self._validate(limits)
+
+    # -- identity -------------------------------------------------------------------------
+
+    @property
+    def rules(self) -> Mapping[str, ir.Node]:
+        return self._rules
+
+    @property
+    def start(self) -> str:
+        return self._start
+
+    @property
+    def externs(self) -> Mapping[str, ExternKind]:
+        """Unbound GLRM extern slots, name to kind."""
+        return self._externs
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Grammar):
+            return NotImplemented
+        return (
+            self._hash == other._hash
+            and self._start == other._start
+            and dict(self._rules) == dict(other._rules)
+            and dict(self._externs) == dict(other._externs)
+        )
+
+    def __repr__(self) -> str:
+        return f"<Grammar start={self._start!r} rules={len(self._rules)}>"
+
+    def __str__(self) -> str:
+        lines = [f"{name} ::= {ir.format_node(body)}" for name, body in self._rules.items()]
+        return "\n".join([f"# start: {self._start}"] + lines)
+
+    def with_start(self, start: str) -> Grammar:
+        """The same rules with another start rule."""
+        return Grammar(self._rules, start, externs=self._externs)
+
+    # -- checks ---------------------------------------------------------------------------
+
+    def _validate(self, limits: GrammarLimits) -> None:
+        if len(self._rules) > limits.max_rules:
+            from ..errors import LimitError
+
+            raise LimitError(f"grammar has {len(self._rules)} rules", limit="max_rules", value=limits.max_rules)
+        if self._start not in self._rules and self._externs.get(self._start) != "grammar":
+            raise GrammarError(f"start rule {self._start!r} is not defined", rule=self._start)
+        for name, body in self._rules.items():
+            if ir.depth(body) > limits.max_nesting:
+                from ..errors import LimitError
+
+                raise LimitError(
+                    f"rule {name!r} is nested more than {limits.max_nesting} levels deep",
+                    limit="max_nesting",
+                    value=limits.max_nesting,
+                )
+            for node in ir.iter_nodes(body):
+                if isinstance(node, ir.Ref) and node.name not in self._rules:
+                    if self._externs.get(node.name) != "grammar":
+                        raise GrammarError(f"undefined rule {node.name!r}", rule=name)
+        recursive = self.recursive_rules()
+        for name, body in self._rules.items():
+            for node in ir.iter_nodes(body):
+                if isinstance(node, (ir.Lexeme, ir.Difference, ir.Intersection)):
+                    for operand in node.children():
+                        self._check_regular(operand, recursive, name, type(node).__name__)
+
+    def _check_regular(self, node: ir.Node, recursive: frozenset[str], rule: str, op: str) -> None:
+        seen: set[str] = set()
+        stack = [node]
+        while stack:
+            n = stack.pop()
+            for sub in ir.iter_nodes(n):
+                if isinstance(sub, ir.Token):
+                    raise GrammarError(f"{op} cannot contain a token atom", rule=rule)
+                if isinstance(sub, ir.Ref):
+                    if sub.name in recursive or sub.name in self._externs:
+                        raise GrammarError(
+                            f"{op} needs a regular operand, but {sub.name!r} is recursive or external",
+                            rule=rule,
+                        )
+                    if sub.name not in seen:
+                        seen.add(sub.name)
+                        stack.append(self._rules[sub.name])
+
+    def recursive_rules(self) -> frozenset[str]:
+        """Rules that can reach themselves through references (Tarjan's SCCs, iteratively)."""
+        if self._recursive is not None:
+            return self._recursive
+        graph = {name: sorted(ir.refs(body) & self._rules.keys()) for name, body in self._rules.items()}
+        index: dict[str, int] = {}
+        low: dict[str, int] = {}
+        on_stack: set[str] = set()
+        stack: list[str] = []
+        result: set[str] = set()
+        counter = 0
+        for root in graph:
+            if root in index:
+                continue
+            work: list[tuple[str, int]] = [(root, 0)]
+            while work:
+                v, i = work.pop()
+                if i == 0:
+                    index[v] = low[v] = counter
+                    counter += 1
+                    stack.append(v)
+                    on_stack.add(v)
+                recurse = False
+                succ = graph[v]
+                while i < len(succ):
+                    w = succ[i]
+                    i += 1
+                    if w not in index:
+                        work.append((v, i))
+                        work.append((w, 0))
+                        recurse = True
+                        break
+                    if w in on_stack:
+                        low[v] = min(low[v], index[w])
+                if recurse:
+                    continue
+                if low[v] == index[v]:
+                    comp = []
+                    while True:
+                        w = stack.pop()
+                        on_stack.discard(w)
+                        comp.append(w)
+                        if w == v:
+                            break
+                    if len(comp) > 1 or v in graph[v]:
+                        result.update(comp)
+                if work:
+                    parent = work[-1][0]
+                    low[parent] = min(low[parent], low[v])
+        self._recursive = frozenset(result)
+        return self._recursive
+
+    # -- binding --------------------------------------------------------------------------
+
+    def bind(self, **bindings: Any) -> Grammar:
+        """Bind GLRM extern slots: a ``token`` extern to an id or ids, a ``grammar`` extern to a Grammar.
+
+        Returns a new grammar; the rules of a bound grammar are added under ``NAME::rule``.
+        """
+        rules = dict(self._rules)
+        externs = dict(self._externs)
+        token_ids: dict[str, tuple[int, ...]] = {}
+        for name, value in bindings.items():
+            kind = externs.get(name)
+            if kind is None:
+                raise GrammarError(f"there is no extern named {name!r}")
+            if kind == "token":
+                if isinstance(value, Grammar):
+                    raise GrammarError(f"extern {name!r} is a token extern; bind it to a token id or ids")
+                ids = (int(value),) if isinstance(value, int) else tuple(int(v) for v in value)
+                if not ids:
+                    raise GrammarError(f"extern token {name!r} bound to no token ids")
+                token_ids[name] = ids
+            else:
+                if not isinstance(value, Grammar):
+                    raise GrammarError(f"extern {name!r} is a grammar extern; bind it to a Grammar")
+                prefix = f"{name}::"
+                renamed = {r: f"{prefix}{r}" for r in value.rules}
+                for r, body in value.rules.items():
+                    rules[renamed[r]] = rename_refs(body, renamed)
+                rules[name] = ir.Ref(renamed[value.start])
+                for ext, ext_kind in value.externs.items():
+                    externs.setdefault(f"{prefix}{ext}", ext_kind)
+            del externs[name]
+        if token_ids:
+            rules = {r: bind_tokens(body, token_ids) for r, body in rules.items()}
+        return Grammar(rules, self._start, externs=externs)
+
+    # -- readers (each dialect lives in its own module) -------------------------------------
+
+    @classmethod
+    def from_gbnf(cls, text: str, start: str = "root", *, limits: GrammarLimits = DEFAULT_GRAMMAR_LIMITS) -> Grammar:
+        """Read llama.cpp GBNF text; ``start`` names the start rule."""
+        from .gbnf import parse_gbnf
+
+        return parse_gbnf(text, start=start, limits=limits)
+
+    @classmethod
+    def from_glrm(cls, text: str, *, limits: GrammarLimits = DEFAULT_GRAMMAR_LIMITS) -> Grammar:
+        """Read GLRM text (glrmask 0.5.0's ``glrm 1`` dialect)."""
+        from .glrm import parse_glrm
+
+        return parse_glrm(text, limits=limits)
+
+    @classmethod
+    def from_regex(cls, pattern: str, *, flavor: str = "ecma", search: bool | None = None) -> Grammar:
+        """A grammar for a regular expression.
+
+        ``flavor="ecma"`` reads the ECMA-262 subset JSON Schema ``pattern`` uses; an unanchored
+        pattern matches anywhere in the text (``search`` defaults to JSON Schema's rule:
+        unanchored sides are open). ``flavor="glrm"`` reads the Rust-regex forms GLRM uses, which
+        describe a whole lexeme.
+        """
+        from .regex import regex_to_node
+
+        return cls({"root": regex_to_node(pattern, flavor=flavor, search=search)}, "root")
+
+    @classmethod
+    def from_json_schema(cls, schema: Any, **options: Any) -> Grammar:
+        """A grammar whose sentences are exactly the JSON texts valid against ``schema``."""
+        from ..schema import json_schema_to_grammar
+
+        return json_schema_to_grammar(schema, **options)
+
+    @classmethod
+    def from_type(cls, tp: Any, **options: Any) -> Grammar:
+        """A grammar for the JSON form of a Pydantic model or any type Pydantic's TypeAdapter takes."""
+        from ..schema import type_to_grammar
+
+        return type_to_grammar(tp, **options)
+
+    # -- writers --------------------------------------------------------------------------
+
+    def to_gbnf(self) -> str:
+        """GBNF text that llama.cpp reads unchanged and that means this grammar's language."""
+        from .gbnf import write_gbnf
+
+        return write_gbnf(self)
+
+    def to_glrm(self) -> str:
+        """GLRM text that glrmask 0.5.0 reads unchanged and that means this grammar's language."""
+        from .glrm import write_glrm
+
+        return write_glrm(self)
+
+    # -- matching -------------------------------------------------------------------------
+
+    def matcher(self) -> Matcher:
+        """A byte-level matcher positioned at the start of the input."""
+        from .matcher import Matcher
+
+        return Matcher(self)
+
+    def matches(self, text: str | bytes) -> bool:
+        """Whether the whole of ``text`` is a sentence of the grammar."""
+        m = self.matcher()
+        return m.feed(text.encode("utf-8") if isinstance(text, str) else bytes(text)) and m.is_accepting()
+
+
+def _transform(node: ir.Node, leaf: Any) -> ir.Node:
+    """Rebuild ``node`` bottom-up, replacing each leaf by ``leaf(leaf_node)``; iterative."""
+    done: dict[int, ir.Node] = {}
+    stack: list[tuple[ir.Node, bool]] = [(node, False)]
+    while stack:
+        n, expanded = stack.pop()
+        kids = n.children()
+        if not kids:
+            done[id(n)] = leaf(n)
+            continue
+        if not expanded:
+            stack.append((n, True))
+            stack.extend((c, False) for c in kids)
+            continue
+        new = [done[id(c)] for c in kids]
+        if all(a is b for a, b in zip(new, kids)):
+            done[id(n)] = n
+        elif isinstance(n, ir.Seq):
+            done[id(n)] = ir.Seq(tuple(new))
+        elif isinstance(n, ir.Alt):
+            done[id(n)] = ir.Alt(tuple(new))
+        elif isinstance(n, ir.Repeat):
+            done[id(n)] = ir.Repeat(new[0], n.min, n.max)
+        elif isinstance(n, ir.Lexeme):
+            done[id(n)] = ir.Lexeme(new[0])
+        elif isinstance(n, ir.Difference):
+            done[id(n)] = ir.Difference(new[0], new[1])
+        elif isinstance(n, ir.Intersection):
+            done[id(n)] = ir.Intersection(new[0], new[1])
+        else:  # pragma: no cover
+            raise TypeError(type(n))
+    return done[id(node)]
+
+
+def rename_refs(node: ir.Node, mapping: Mapping[str, str]) -> ir.Node:
+    """``node`` with every ``Ref(a)`` replaced by ``Ref(mapping[a])`` where ``a`` is mapped."""
+    return _transform(node, lambda n: ir.Ref(mapping[n.name]) if isinstance(n, ir.Ref) and n.name in mapping else n)
+
+
+def bind_tokens(node: ir.Node, ids: Mapping[str, tuple[int, ...]]) -> ir.Node:
+    """``node`` with each unbound ``Token(name=N)`` given the ids bound to ``N``."""
+
+    def leaf(n: ir.Node) -> ir.Node:
+        if isinstance(n, ir.Token) and not n.ids and n.name in ids:
+            return ir.Token(ids[n.name], n.name, n.negated)  # type: ignore[index]
+        return n
+
+    return _transform(node, leaf)

@@ -1,0 +1,527 @@
+"""The grammar form: immutable expression nodes that every input of structgen becomes.
+
+A grammar is a set of named rules whose bodies are trees of these nodes. The nodes work on
+**bytes**: a :class:`Literal` is a byte string, a :class:`CharClass` matches the UTF-8 encoding of
+one Unicode scalar value in a set, a :class:`ByteClass` matches one raw byte. Above them sit the
+usual sequence, choice and counted repetition, references to rules, and three operators that only
+GLRM needs and that are restricted to *regular* operands (no rule that can reach itself):
+
+* :class:`Lexeme` - a greedy terminal, GLRM's lexing model. It matches a string ``w`` of its body's
+  language only where the next byte cannot extend ``w`` within that language (or at the end of
+  input). ``Lexeme(/a+/) "a"`` therefore never matches anything.
+* :class:`Difference` and :class:`Intersection` of two regular languages (GLRM ``-`` and ``&``).
+
+:class:`Token` is a token-level atom: one whole model token, picked by id (llama.cpp's ``<[12]>``
+and ``!<[12]>``) or by a name that a vocabulary or a binding resolves later (GBNF ``<|im_end|>``,
+GLRM ``extern token END``).
+
+Nodes hash in O(1) (the hash is computed once, bottom-up, at construction), compare structurally,
+and print as GBNF-like text. Use the smart constructors :func:`seq`, :func:`alt`, :func:`repeat`
+and friends to build normalised trees: they flatten nested sequences and choices, so that
+deeply nested input does not become deeply nested trees.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterator, Sequence
+
+MAX_CODEPOINT = 0x10FFFF
+SURROGATES = (0xD800, 0xDFFF)
+
+Ranges = tuple[tuple[int, int], ...]
+
+
+def normalize_ranges(ranges: Sequence[tuple[int, int]], upper: int) -> Ranges:
+    """Sort and merge inclusive ``(lo, hi)`` ranges; refuse inverted or out-of-domain ones."""
+    out: list[list[int]] = []
+    for lo, hi in sorted((int(a), int(b)) for a, b in ranges):
+        if lo > hi or lo < 0 or hi > upper:
+            raise ValueError(f"invalid range {lo:#x}-{hi:#x} (domain 0-{upper:#x})")
+        if out and lo <= out[-1][1] + 1:
+            out[-1][1] = max(out[-1][1], hi)
+        else:
+            out.append([lo, hi])
+    return tuple((a, b) for a, b in out)
+
+
+def complement_ranges(ranges: Ranges, upper: int) -> Ranges:
+    """The inclusive ranges of ``0..upper`` not covered by normalised ``ranges``."""
+    out: list[tuple[int, int]] = []
+    nxt = 0
+    for lo, hi in ranges:
+        if lo > nxt:
+            out.append((nxt, lo - 1))
+        nxt = hi + 1
+    if nxt <= upper:
+        out.append((nxt, upper))
+    return tuple(out)
+
+
+def subtract_ranges(ranges: Ranges, remove: Ranges) -> Ranges:
+    """Normalised ``ranges`` minus normalised ``remove``."""
+    out: list[tuple[int, int]] = []
+    for lo, hi in ranges:
+        cur = lo
+        for rlo, rhi in remove:
+            if rhi < cur or rlo > hi:
+                continue
+            if rlo > cur:
+                out.append((cur, rlo - 1))
+            cur = max(cur, rhi + 1)
+            if cur > hi:
+                break
+        if cur <= hi:
+            out.append((cur, hi))
+    return tuple(out)
+
+
+class Node:
+    """Base of all grammar expression nodes."""
+
+    __slots__ = ()
+
+    def children(self) -> tuple[Node, ...]:
+        return ()
+
+    def __str__(self) -> str:
+        return format_node(self)
+
+
+def _cached_hash(obj: object, *parts: object) -> None:
+    object.__setattr__(obj, "_hash", hash((type(obj).__name__,) + parts))
+
+
+@dataclass(frozen=True, eq=True, repr=False)
+class Literal(Node):
+    """An exact byte string (possibly empty, which matches the empty string)."""
+
+    data: bytes
+    _hash: int = field(init=False, compare=False, default=0)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.data, bytes):
+            raise TypeError("Literal.data must be bytes")
+        _cached_hash(self, self.data)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __repr__(self) -> str:
+        return f"Literal({self.data!r})"
+
+
+@dataclass(frozen=True, eq=True, repr=False)
+class CharClass(Node):
+    """One Unicode scalar value, UTF-8 encoded, in (or, if ``negated``, not in) ``ranges``.
+
+    ``ranges`` are inclusive code point ranges, normalised (sorted, merged) at construction.
+    Surrogate code points (U+D800-U+DFFF) are never matched: they have no UTF-8 encoding.
+    ``CharClass((), negated=True)`` is "any character" (GBNF ``.``).
+    """
+
+    ranges: Ranges
+    negated: bool = False
+    _hash: int = field(init=False, compare=False, default=0)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "ranges", normalize_ranges(self.ranges, MAX_CODEPOINT))
+        _cached_hash(self, self.ranges, self.negated)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def codepoints(self) -> Ranges:
+        """The matched code points as normalised positive ranges, surrogates removed."""
+        pos = complement_ranges(self.ranges, MAX_CODEPOINT) if self.negated else self.ranges
+        return subtract_ranges(pos, (SURROGATES,))
+
+    def __repr__(self) -> str:
+        return f"CharClass({self.ranges!r}, negated={self.negated})"
+
+
+@dataclass(frozen=True, eq=True, repr=False)
+class ByteClass(Node):
+    """One raw byte in (or, if ``negated``, not in) ``ranges`` (inclusive, over 0-255)."""
+
+    ranges: Ranges
+    negated: bool = False
+    _hash: int = field(init=False, compare=False, default=0)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "ranges", normalize_ranges(self.ranges, 0xFF))
+        _cached_hash(self, self.ranges, self.negated)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def byte_ranges(self) -> Ranges:
+        """The matched bytes as normalised positive ranges."""
+        return complement_ranges(self.ranges, 0xFF) if self.negated else self.ranges
+
+    def __repr__(self) -> str:
+        return f"ByteClass({self.ranges!r}, negated={self.negated})"
+
+
+@dataclass(frozen=True, eq=True, repr=False)
+class Ref(Node):
+    """A reference to the rule ``name``."""
+
+    name: str
+    _hash: int = field(init=False, compare=False, default=0)
+
+    def __post_init__(self) -> None:
+        _cached_hash(self, self.name)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __repr__(self) -> str:
+        return f"Ref({self.name!r})"
+
+
+@dataclass(frozen=True, eq=True, repr=False)
+class Seq(Node):
+    """Concatenation; ``Seq(())`` matches the empty string."""
+
+    items: tuple[Node, ...]
+    _hash: int = field(init=False, compare=False, default=0)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "items", tuple(self.items))
+        _cached_hash(self, *(hash(i) for i in self.items))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def children(self) -> tuple[Node, ...]:
+        return self.items
+
+    def __repr__(self) -> str:
+        return f"Seq({list(self.items)!r})"
+
+
+@dataclass(frozen=True, eq=True, repr=False)
+class Alt(Node):
+    """Choice between alternatives, in order (order matters for printing, not for meaning).
+
+    ``Alt(())`` matches nothing.
+    """
+
+    items: tuple[Node, ...]
+    _hash: int = field(init=False, compare=False, default=0)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "items", tuple(self.items))
+        _cached_hash(self, *(hash(i) for i in self.items))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def children(self) -> tuple[Node, ...]:
+        return self.items
+
+    def __repr__(self) -> str:
+        return f"Alt({list(self.items)!r})"
+
+
+@dataclass(frozen=True, eq=True, repr=False)
+class Repeat(Node):
+    """``item`` repeated between ``min`` and ``max`` times (``max=None``: unbounded).
+
+    Counts are kept symbolic: ``Repeat(x, 0, 1_000_000)`` is one node, never a million copies.
+    """
+
+    item: Node
+    min: int
+    max: int | None
+    _hash: int = field(init=False, compare=False, default=0)
+
+    def __post_init__(self) -> None:
+        if self.min < 0 or (self.max is not None and self.max < self.min):
+            raise ValueError(f"invalid repetition {{{self.min},{self.max}}}")
+        _cached_hash(self, hash(self.item), self.min, self.max)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def children(self) -> tuple[Node, ...]:
+        return (self.item,)
+
+    def __repr__(self) -> str:
+        return f"Repeat({self.item!r}, {self.min}, {self.max})"
+
+
+@dataclass(frozen=True, eq=True, repr=False)
+class Token(Node):
+    """One whole model token, matched by id rather than by its bytes.
+
+    ``ids`` are the token ids this atom accepts (``negated``: any single token *except* these).
+    ``name`` marks a token known only by name until bound: GBNF ``<|im_end|>`` (resolved against
+    a vocabulary) or GLRM ``extern token END`` (resolved by :meth:`Grammar.bind`). A bound atom
+    has ``ids`` and may keep ``name`` for printing.
+    """
+
+    ids: tuple[int, ...] = ()
+    name: str | None = None
+    negated: bool = False
+    _hash: int = field(init=False, compare=False, default=0)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "ids", tuple(sorted(set(int(i) for i in self.ids))))
+        if any(i < 0 for i in self.ids):
+            raise ValueError("token ids must be non-negative")
+        _cached_hash(self, self.ids, self.name, self.negated)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    @property
+    def bound(self) -> bool:
+        return bool(self.ids) or (self.name is None)
+
+    def __repr__(self) -> str:
+        return f"Token(ids={self.ids!r}, name={self.name!r}, negated={self.negated})"
+
+
+@dataclass(frozen=True, eq=True, repr=False)
+class Lexeme(Node):
+    """A greedy terminal (GLRM semantics); ``item`` must be regular.
+
+    It matches ``w`` in the language of ``item`` only where the byte that follows cannot extend
+    ``w`` to a longer prefix of some string of that language; the end of input always ends it.
+    """
+
+    item: Node
+    _hash: int = field(init=False, compare=False, default=0)
+
+    def __post_init__(self) -> None:
+        _cached_hash(self, hash(self.item))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def children(self) -> tuple[Node, ...]:
+        return (self.item,)
+
+    def __repr__(self) -> str:
+        return f"Lexeme({self.item!r})"
+
+
+@dataclass(frozen=True, eq=True, repr=False)
+class Difference(Node):
+    """Strings of ``left`` that are not strings of ``right``; both must be regular."""
+
+    left: Node
+    right: Node
+    _hash: int = field(init=False, compare=False, default=0)
+
+    def __post_init__(self) -> None:
+        _cached_hash(self, hash(self.left), hash(self.right))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def children(self) -> tuple[Node, ...]:
+        return (self.left, self.right)
+
+    def __repr__(self) -> str:
+        return f"Difference({self.left!r}, {self.right!r})"
+
+
+@dataclass(frozen=True, eq=True, repr=False)
+class Intersection(Node):
+    """Strings in both ``left`` and ``right``; both must be regular."""
+
+    left: Node
+    right: Node
+    _hash: int = field(init=False, compare=False, default=0)
+
+    def __post_init__(self) -> None:
+        _cached_hash(self, hash(self.left), hash(self.right))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def children(self) -> tuple[Node, ...]:
+        return (self.left, self.right)
+
+    def __repr__(self) -> str:
+        return f"Intersection({self.left!r}, {self.right!r})"
+
+
+# ---------------------------------------------------------------------------------------------
+# Smart constructors
+
+EMPTY = Seq(())
+NOTHING = Alt(())
+ANY_CHAR = CharClass((), negated=True)
+ANY_BYTE = ByteClass(((0, 255),))
+
+
+def lit(text: str | bytes) -> Literal:
+    """A literal from text (UTF-8 encoded) or bytes."""
+    return Literal(text.encode("utf-8") if isinstance(text, str) else bytes(text))
+
+
+def char(*ranges: tuple[int, int] | str, negated: bool = False) -> CharClass:
+    """A character class from ``(lo, hi)`` code point pairs or single characters."""
+    rs = [(ord(r), ord(r)) if isinstance(r, str) else r for r in ranges]
+    return CharClass(tuple(rs), negated)
+
+
+def seq(*items: Node) -> Node:
+    """Concatenation, flattening nested sequences and dropping empty parts."""
+    out: list[Node] = []
+    for it in items:
+        if isinstance(it, Seq):
+            out.extend(it.items)
+        elif isinstance(it, Literal) and not it.data:
+            continue
+        elif it == NOTHING:
+            return NOTHING
+        else:
+            out.append(it)
+    # merge adjacent literals: "a" "b" means the same as "ab"
+    merged: list[Node] = []
+    for it in out:
+        if merged and isinstance(it, Literal) and isinstance(merged[-1], Literal):
+            merged[-1] = Literal(merged[-1].data + it.data)  # type: ignore[union-attr]
+        else:
+            merged.append(it)
+    return merged[0] if len(merged) == 1 else Seq(tuple(merged))
+
+
+def alt(*items: Node) -> Node:
+    """Choice, flattening nested choices and dropping exact duplicates (first one kept)."""
+    out: list[Node] = []
+    seen: set[Node] = set()
+    for it in items:
+        for sub in it.items if isinstance(it, Alt) else (it,):
+            if sub not in seen:
+                seen.add(sub)
+                out.append(sub)
+    return out[0] if len(out) == 1 else Alt(tuple(out))
+
+
+def repeat(item: Node, min: int, max: int | None) -> Node:
+    """``item{min,max}`` with the trivial cases folded."""
+    if max == 0 or item == EMPTY:
+        return EMPTY
+    if min == 1 and max == 1:
+        return item
+    return Repeat(item, min, max)
+
+
+def opt(item: Node) -> Node:
+    return repeat(item, 0, 1)
+
+
+def star(item: Node) -> Node:
+    return repeat(item, 0, None)
+
+
+def plus(item: Node) -> Node:
+    return repeat(item, 1, None)
+
+
+# ---------------------------------------------------------------------------------------------
+# Traversal and printing (iterative: trees may be deep)
+
+
+def iter_nodes(root: Node) -> Iterator[Node]:
+    """Every node of the tree under ``root``, root first, without recursion."""
+    stack = [root]
+    while stack:
+        n = stack.pop()
+        yield n
+        stack.extend(reversed(n.children()))
+
+
+def refs(root: Node) -> set[str]:
+    """Names of all rules referenced under ``root``."""
+    return {n.name for n in iter_nodes(root) if isinstance(n, Ref)}
+
+
+def depth(root: Node) -> int:
+    """Nesting depth of the tree (a leaf has depth 1), computed without recursion."""
+    best = 0
+    stack: list[tuple[Node, int]] = [(root, 1)]
+    while stack:
+        n, d = stack.pop()
+        best = max(best, d)
+        stack.extend((c, d + 1) for c in n.children())
+    return best
+
+
+def _fmt_cp(cp: int) -> str:
+    if cp in (0x5C, 0x5D, 0x5E, 0x2D, 0x22):
+        return "\\" + chr(cp)
+    if 0x20 <= cp < 0x7F:
+        return chr(cp)
+    if cp <= 0xFF:
+        return f"\\x{cp:02X}"
+    if cp <= 0xFFFF:
+        return f"\\u{cp:04X}"
+    return f"\\U{cp:08X}"
+
+
+def _fmt_ranges(ranges: Ranges, fmt: object = _fmt_cp) -> str:
+    f = fmt  # type: ignore[assignment]
+    return "".join(f(lo) if lo == hi else f"{f(lo)}-{f(hi)}" for lo, hi in ranges)  # type: ignore[operator]
+
+
+def format_node(root: Node) -> str:
+    """GBNF-like text for any node, for reading and debugging (never raises).
+
+    Constructs GBNF lacks print in an obvious extended notation: ``lexeme(...)``, ``(a - b)``,
+    ``(a & b)``, ``bytes[...]``. The GBNF and GLRM writers are in their own modules.
+    """
+    # iterative post-order: each node's text is built from its children's texts
+    out: dict[int, str] = {}
+    stack: list[tuple[Node, bool]] = [(root, False)]
+    while stack:
+        n, done = stack.pop()
+        if not done and n.children():
+            stack.append((n, True))
+            stack.extend((c, False) for c in n.children())
+            continue
+        kids = [out[id(c)] for c in n.children()]
+        if isinstance(n, Literal):
+            s = '"' + "".join(_fmt_byte_in_literal(b) for b in n.data) + '"'
+        elif isinstance(n, CharClass):
+            s = "." if (n.negated and not n.ranges) else f"[{'^' if n.negated else ''}{_fmt_ranges(n.ranges)}]"
+        elif isinstance(n, ByteClass):
+            s = f"bytes[{'^' if n.negated else ''}{_fmt_ranges(n.ranges, lambda b: f'{b:02X}')}]"
+        elif isinstance(n, Ref):
+            s = n.name
+        elif isinstance(n, Token):
+            body = ",".join(str(i) for i in n.ids) if n.ids else (n.name or "?")
+            s = f"{'!' if n.negated else ''}<[{body}]>"
+        elif isinstance(n, Seq):
+            s = "(" + " ".join(kids) + ")" if kids else '""'
+        elif isinstance(n, Alt):
+            s = "(" + " | ".join(kids) + ")" if kids else "(/* nothing */)"
+        elif isinstance(n, Repeat):
+            hi = "" if n.max is None else str(n.max)
+            s = f"{kids[0]}{{{n.min},{hi}}}"
+        elif isinstance(n, Lexeme):
+            s = f"lexeme({kids[0]})"
+        elif isinstance(n, Difference):
+            s = f"({kids[0]} - {kids[1]})"
+        elif isinstance(n, Intersection):
+            s = f"({kids[0]} & {kids[1]})"
+        else:  # pragma: no cover - all node kinds are listed above
+            s = repr(n)
+        out[id(n)] = s
+    return out[id(root)]
+
+
+def _fmt_byte_in_literal(b: int) -> str:
+    if b == 0x22:
+        return '\\"'
+    if b == 0x5C:
+        return "\\\\"
+    if 0x20 <= b < 0x7F:
+        return chr(b)
+    return f"\\x{b:02X}"
