@@ -32,7 +32,7 @@ from ..errors import VocabError
 from .cache import cached_arrays
 from .end_tokens import llama_cpp_end_tokens
 from .gguf_file import read_gguf_metadata
-from .token_text import decode_byte_level_utf8, decode_sentencepiece, looks_like_marker, parse_byte_piece
+from .token_text import decode_byte_level_many, decode_sentencepiece, looks_like_marker, parse_byte_piece
 from .vocab import Vocab
 
 # Bump when the decoding rules change so that cached results are rebuilt.
@@ -152,8 +152,15 @@ def _load(path: str, user_defined: str) -> Vocab:
 
     tokens: list[bytes | None] = [None] * n
     special: list[int] = []
-    for i in np.flatnonzero(types == NORMAL).tolist():
-        tokens[i] = _decode_normal(texts[i], scheme)
+    normal = np.flatnonzero(types == NORMAL).tolist()
+    if scheme == "byte_level":
+        # A string outside GPT-2's alphabet makes llama.cpp print "[UNK_BYTE_0x..]" garbage: such a
+        # token can never be text on purpose, so it becomes None (never allowed).
+        for i, raw in zip(normal, decode_byte_level_many([texts[i] for i in normal])):
+            tokens[i] = raw
+    else:
+        for i in normal:
+            tokens[i] = decode_sentencepiece(texts[i])
     for i in np.flatnonzero(types == BYTE).tolist():
         tokens[i] = parse_byte_piece(texts[i])
     for i in np.flatnonzero(types == USER_DEFINED).tolist():
@@ -169,14 +176,6 @@ def _load(path: str, user_defined: str) -> Vocab:
         special.append(i)
     name = _text(md, "general.name") or os.path.basename(path)
     return Vocab(tokens, eos_token_ids=sorted(rules.eog_ids), special_token_ids=special, name=name)
-
-
-def _decode_normal(raw: bytes, scheme: str) -> bytes | None:
-    if scheme == "byte_level":
-        # A string outside GPT-2's alphabet makes llama.cpp print "[UNK_BYTE_0x..]" garbage: such a
-        # token can never be text on purpose, so it becomes None (never allowed).
-        return decode_byte_level_utf8(raw)
-    return decode_sentencepiece(raw)
 
 
 def _role_ids(md: dict[str, Any], path: str) -> dict[str, int]:

@@ -13,8 +13,9 @@ bytes are what the tokenizer's own decoder produces for the token in mid-sequenc
   start-of-text rules (dropping the first space) do not apply mid-sequence and are ignored;
 * anything else (word-level vocabularies): the token's UTF-8 text. WordPiece is refused.
 
-Special tokens: added tokens marked special, and ``all_special_ids`` of a ``transformers``
-tokenizer. Added tokens not marked special are text unless they look like a marker (as the GGUF
+Special tokens: added tokens marked special, the model's unknown token (``unk_token``, or
+Unigram's ``unk_id``), and ``all_special_ids``
+of a ``transformers`` tokenizer. Added tokens not marked special are text unless they look like a marker (as the GGUF
 converter makes them USER_DEFINED: same rule and ``user_defined`` modes as
 :mod:`structgen.vocab.from_gguf`). End of generation: ``eos_token_ids`` if given, else the
 tokenizer's ``eos_token_id`` plus every special token whose name llama.cpp treats as end of
@@ -81,6 +82,30 @@ def _scheme_from_json(spec: Mapping[str, Any]) -> tuple[str, bool]:
     return "plain", byte_fallback
 
 
+def _state(component: Any) -> Any:
+    # tokenizers components serialise themselves to JSON through __getstate__
+    return None if component is None else json.loads(component.__getstate__())
+
+
+def _light_spec(backend: Any) -> dict[str, Any]:
+    """The parts of tokenizer.json this loader reads, without serialising the whole tokenizer
+    (``to_str`` writes every merge: ~0.5 s for a 128k vocabulary)."""
+    try:
+        model_type = type(backend.model).__name__
+        model: dict[str, Any] = {"type": model_type}
+        if model_type == "Unigram":
+            model = _state(backend.model)
+        elif isinstance(getattr(backend.model, "unk_token", None), str):
+            model["unk_token"] = backend.model.unk_token
+        return {"model": model, "decoder": _state(backend.decoder), "pre_tokenizer": _state(backend.pre_tokenizer)}
+    except (AttributeError, TypeError, ValueError):
+        pass
+    try:
+        return json.loads(backend.to_str())
+    except (AttributeError, TypeError, ValueError) as e:
+        raise VocabError(f"cannot read the tokenizer's JSON form: {e}") from e
+
+
 def _decode(piece: str, scheme: str, byte_fallback: bool, byte_decoder: Mapping[str, int] | None) -> bytes:
     if scheme == "byte_level":
         if byte_decoder is not None:
@@ -121,12 +146,16 @@ def load_hf_vocab(
 
     byte_decoder: Mapping[str, int] | None = None
     added: dict[int, tuple[str, bool]] = {}  # id -> (content, special)
+    unk_piece: str | None = None
     if backend is not None:
-        try:
-            spec = json.loads(backend.to_str())
-        except (ValueError, TypeError) as e:
-            raise VocabError(f"cannot read the tokenizer's JSON form: {e}") from e
+        spec = _light_spec(backend)
         scheme, byte_fallback = _scheme_from_json(spec)
+        model = spec.get("model") or {}
+        unk = model.get("unk_token")
+        unk_piece = unk if isinstance(unk, str) else None
+        unk_id = model.get("unk_id")
+        if model.get("type") == "Unigram" and isinstance(unk_id, int) and not isinstance(unk_id, bool):
+            unk_piece = backend.id_to_token(unk_id)
         vocab_map = backend.get_vocab(with_added_tokens=True)
         for tid, tok in backend.get_added_tokens_decoder().items():
             added[int(tid)] = (str(tok.content), bool(tok.special))
@@ -173,6 +202,11 @@ def load_hf_vocab(
             if sp_model.is_control(tid) or sp_model.is_unknown(tid) or sp_model.is_unused(tid):
                 special.add(tid)
                 tokens[tid] = sp_model.id_to_piece(tid).encode("utf-8")
+    if unk_piece is not None and isinstance(vocab_map.get(unk_piece), int):
+        # the model's unknown token stands for text it could not spell: never text itself
+        tid = vocab_map[unk_piece]
+        special.add(tid)
+        tokens[tid] = unk_piece.encode("utf-8")
     for tid in getattr(hf, "all_special_ids", None) or ():
         if isinstance(tid, int) and 0 <= tid < n:
             special.add(tid)

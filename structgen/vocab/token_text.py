@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
+
 SPIECE_SPACE = "\u2581"
 SPIECE_SPACE_BYTES = SPIECE_SPACE.encode("utf-8")
 
@@ -61,6 +63,24 @@ def decode_byte_level_utf8(piece: bytes) -> bytes | None:
         return decode_byte_level(piece.decode("utf-8"))
     except UnicodeDecodeError:
         return None
+
+
+def decode_byte_level_many(pieces: list[bytes]) -> list[bytes | None]:
+    """:func:`decode_byte_level_utf8` for many tokens at once: one decode, translate and encode
+    over the joined strings (each alphabet character is one output byte, so token boundaries
+    follow from code point counts). Falls back to token by token if any token is not valid."""
+    blob = b"".join(pieces)
+    try:
+        out = blob.decode("utf-8").translate(_TO_LATIN1).encode("latin-1")
+    except (UnicodeDecodeError, UnicodeEncodeError):
+        return [decode_byte_level_utf8(p) for p in pieces]
+    raw = np.frombuffer(blob, dtype=np.uint8)
+    code_points_before = np.zeros(len(raw) + 1, dtype=np.int64)
+    np.cumsum((raw & 0xC0) != 0x80, out=code_points_before[1:])
+    ends = np.zeros(len(pieces) + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces)), out=ends[1:])
+    bounds = code_points_before[ends].tolist()
+    return [out[bounds[k] : bounds[k + 1]] for k in range(len(pieces))]
 
 
 def encode_byte_level(raw: bytes) -> str:
