@@ -298,3 +298,11 @@ def test_tokenizer_json_round_trip(tmp_path: Path) -> None:
     p.write_text(tok.to_str())
     assert json.loads(p.read_text())["model"]["byte_fallback"] is True
     assert Vocab.from_hf(Tokenizer.from_file(str(p))) == Vocab.from_hf(tok)
+
+
+@pytest.mark.parametrize("name, eos", [("llama-bpe", "<|eot_id|>"), ("llama-spm", "</s>")])
+def test_real_transformers_fast_tokenizer(name: str, eos: str) -> None:
+    transformers = pytest.importorskip("transformers", reason="transformers is not installed")
+    fast = transformers.PreTrainedTokenizerFast(tokenizer_object=hf_tokenizer(name), eos_token=eos)
+    v = Vocab.from_hf(fast)
+    assert_same_vocab(v, gguf_vocab(name))
