@@ -90,6 +90,9 @@ def test_bad_tokens() -> None:
         Vocab([])
     with pytest.raises(VocabError, match="out of range"):
         small().token_bytes(8)
+    with pytest.raises(VocabError, match="not an integer"):
+        small().token_bytes(1.5)  # type: ignore[arg-type]
+    assert small().token_bytes(np.int64(1)) == b"bc"
 
 
 def test_immutable() -> None:

@@ -12,6 +12,7 @@ in their own modules and are reached through the classmethods here.
 from __future__ import annotations
 
 import hashlib
+import operator
 from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -326,6 +327,10 @@ class Vocab:
 
     def token_bytes(self, token_id: int) -> bytes:
         """The bytes token ``token_id`` adds to the text (``b""`` if it is never text)."""
+        try:
+            token_id = operator.index(token_id)
+        except TypeError:
+            raise VocabError(f"token id {token_id!r} is not an integer") from None
         n = self.n_tokens
         if not 0 <= token_id < n:
             raise VocabError(f"token id {token_id} is out of range (vocabulary has {n} tokens)")
