@@ -79,6 +79,7 @@ def _store(path: Path, vocab_fingerprint: str, key: str, arrays: dict[str, np.nd
                 **arrays,
                 **{_CHECK_FP: _text_array(vocab_fingerprint), _CHECK_KEY: _text_array(key)},
             )
+        os.chmod(tmp_name, 0o644)  # mkstemp makes 0600; a cache others may read is fine
         os.replace(tmp_name, path)
         tmp_name = None
     except OSError:
