@@ -114,16 +114,22 @@ class TransitionTable:
             return np.zeros(0, dtype=np.int32)
         pieces: list[np.ndarray] = []
         nodes = np.arange(trie.level_byte[0].size, dtype=np.int64)
-        states = self.gather(np.full(nodes.size, cid, dtype=np.int32), trie.level_byte[0])
+        parent_states = np.full(nodes.size, cid, dtype=np.int32)
+        states = self.gather(parent_states, trie.level_byte[0])
         for k in range(trie.depth):
             alive = states != DEAD
             nodes = nodes[alive]
+            looped = states[alive] == parent_states[alive]
             states = states[alive]
             if nodes.size == 0:
                 break
-            uniq, inverse = np.unique(states, return_inverse=True)
-            loops = self.loop_sets(uniq)[inverse]
-            bulk = ~((trie.below[k][nodes] & ~loops).any(axis=1))
+            # a state that just looped may loop on everything below: test only those
+            bulk = np.zeros(nodes.size, dtype=bool)
+            if looped.any():
+                cand = np.flatnonzero(looped)
+                uniq, inverse = np.unique(states[cand], return_inverse=True)
+                loops = self.loop_sets(uniq)[inverse]
+                bulk[cand] = ~((trie.below[k][nodes[cand]] & ~loops).any(axis=1))
             if bulk.any():
                 starts = trie.run_start[k][nodes[bulk]]
                 pieces.append(_ranges(starts, trie.run_end[k][nodes[bulk]] - starts))

@@ -38,34 +38,27 @@ class TokenTrie:
     def depth(self) -> int:
         return len(self.level_byte)
 
+    _FIELDS = ("level_byte", "child_start", "child_count", "tok_start", "tok_count", "run_start", "run_end", "below")
+
     def to_arrays(self) -> dict[str, np.ndarray]:
-        out: dict[str, np.ndarray] = {"n_tokens": np.array([self.n_tokens]), "sorted_ids": self.sorted_ids}
-        for k in range(self.depth):
-            out[f"b{k}"] = self.level_byte[k]
-            out[f"cs{k}"] = self.child_start[k]
-            out[f"cc{k}"] = self.child_count[k]
-            out[f"ts{k}"] = self.tok_start[k]
-            out[f"tc{k}"] = self.tok_count[k]
-            out[f"rs{k}"] = self.run_start[k]
-            out[f"re{k}"] = self.run_end[k]
-            out[f"bl{k}"] = self.below[k]
+        """Flat arrays (one per field, levels concatenated) for the on-disk cache."""
+        sizes = np.asarray([lv.size for lv in self.level_byte], dtype=np.int64)
+        out: dict[str, np.ndarray] = {
+            "n_tokens": np.array([self.n_tokens]),
+            "sorted_ids": self.sorted_ids,
+            "level_sizes": sizes,
+        }
+        for name in self._FIELDS:
+            parts = getattr(self, name)
+            out[name] = np.concatenate(parts) if parts else np.zeros(0)
         return out
 
     @classmethod
     def from_arrays(cls, a: dict[str, np.ndarray]) -> TokenTrie:
-        depth = sum(1 for k in a if k.startswith("b") and k[1:].isdigit())
-        return cls(
-            int(a["n_tokens"][0]),
-            tuple(a[f"b{k}"] for k in range(depth)),
-            tuple(a[f"cs{k}"] for k in range(depth)),
-            tuple(a[f"cc{k}"] for k in range(depth)),
-            tuple(a[f"ts{k}"] for k in range(depth)),
-            tuple(a[f"tc{k}"] for k in range(depth)),
-            tuple(a[f"rs{k}"] for k in range(depth)),
-            tuple(a[f"re{k}"] for k in range(depth)),
-            tuple(a[f"bl{k}"] for k in range(depth)),
-            a["sorted_ids"],
-        )
+        bounds = np.concatenate([[0], np.cumsum(a["level_sizes"])]).tolist()
+        levels = range(len(bounds) - 1)
+        fields = {name: tuple(a[name][bounds[k] : bounds[k + 1]] for k in levels) for name in cls._FIELDS}
+        return cls(int(a["n_tokens"][0]), sorted_ids=a["sorted_ids"], **fields)
 
 
 def build_token_trie(tokens: Sequence[bytes | None], is_text: np.ndarray) -> TokenTrie:
