@@ -234,6 +234,16 @@ def test_added_non_special_tokens_follow_the_marker_rule() -> None:
     assert Vocab.from_hf(tok, user_defined="special").is_special[2]
 
 
+def test_end_names_count_only_for_declared_special_tokens() -> None:
+    tok = Tokenizer(models.BPE(vocab={"a": 0}, merges=[]))
+    tok.decoder = decoders.ByteLevel()
+    tok.add_tokens([AddedToken("</s>", special=False)])  # Gemma 3: an HTML tag, not special
+    tok.add_special_tokens([AddedToken("<|im_end|>", special=True)])
+    v = Vocab.from_hf(tok)
+    assert v.is_special.tolist() == [False, True, True]
+    assert v.eos_token_ids == (2,)
+
+
 def test_metaspace_and_plain_tokenizers() -> None:
     tok = Tokenizer(models.Unigram([("<unk>", 0.0), ("\u2581a", -1.0), ("b", -2.0), ("<0x41>", -3.0)], 0, False))
     tok.pre_tokenizer = pre_tokenizers.Metaspace()

@@ -19,7 +19,8 @@ of a ``transformers`` tokenizer. Added tokens not marked special are text unless
 converter makes them USER_DEFINED: same rule and ``user_defined`` modes as
 :mod:`structgen.vocab.from_gguf`). End of generation: ``eos_token_ids`` if given, else the
 tokenizer's ``eos_token_id`` plus every special token whose name llama.cpp treats as end of
-generation (``<|eot_id|>``, ``<|im_end|>``, ``<end_of_turn>``...: what generation configs list).
+generation (``<|eot_id|>``, ``<|im_end|>``, ``<end_of_turn>``...: what generation configs list);
+added tokens that are special only by the marker rule never count as end tokens.
 """
 
 from __future__ import annotations
@@ -187,13 +188,14 @@ def load_hf_vocab(
     for tid, piece in id_to_piece.items():
         tokens[tid] = _decode(piece, scheme, byte_fallback, byte_decoder)
 
-    special: set[int] = set()
+    special: set[int] = set()  # what the tokenizer itself calls special
+    markers: set[int] = set()  # added tokens not marked special that are never text all the same
     for tid, (content, is_special) in added.items():
         if is_special:
             special.add(tid)
             tokens[tid] = content.encode("utf-8")  # printed form, not decoded
         elif user_defined == "special" or (user_defined == "auto" and looks_like_marker(content.encode("utf-8"))):
-            special.add(tid)
+            markers.add(tid)
             tokens[tid] = content.encode("utf-8")
     sp_model = getattr(hf, "sp_model", None) if hf is not None else None
     if sp_model is not None and backend is None:
@@ -214,6 +216,7 @@ def load_hf_vocab(
     if eos_token_ids is not None:
         eos = list(eos_token_ids)
     else:
+        # only tokens the tokenizer calls special: Gemma's plain "</s>" (an HTML tag) is no end
         eos_set = {tid for tid in special if tokens[tid] is not None and tokens[tid] in EOG_NAMES}
         declared = getattr(hf, "eos_token_id", None) if hf is not None else None
         for tid in declared if isinstance(declared, (list, tuple)) else [declared]:
@@ -221,4 +224,4 @@ def load_hf_vocab(
                 eos_set.add(tid)
         eos = sorted(eos_set)
     name = str(getattr(hf, "name_or_path", "") or "") if hf is not None else ""
-    return Vocab(tokens, eos_token_ids=eos, special_token_ids=special, logit_width=logit_width, name=name)
+    return Vocab(tokens, eos_token_ids=eos, special_token_ids=special | markers, logit_width=logit_width, name=name)
