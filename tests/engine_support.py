@@ -86,7 +86,7 @@ VOCAB_FILES = {
     "llama-bpe": "vocab/ggml-vocab-llama-bpe.gguf",
     "qwen2": "vocab/ggml-vocab-qwen2.gguf",
     "llama-spm": "vocab/ggml-vocab-llama-spm.gguf",
-    "gemma3": "models/gemma3-270m-q4_k_m.gguf",
+    "gemma3": "models/gemma-3-270m-q4_k_m.gguf",
 }
 
 

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..grammar.utf8 import utf8_sequences
 from .configs import DEAD, ConfigSystem
 from .token_trie import TokenTrie
 
 UNKNOWN = -1
+_MULTIBYTE_SEQUENCES = utf8_sequences(0x80, 0xD7FF) + utf8_sequences(0xE000, 0x10FFFF)
 
 
 class TransitionTable:
@@ -28,6 +30,7 @@ class TransitionTable:
         self._classes: dict[int, list[np.ndarray] | None] = {}
         self.filled = 0  # transitions computed by the configuration system (a cost measure)
         self._loops: dict[int, np.ndarray] = {}
+        self._utf8: dict[int, bool] = {}
 
     def _grow(self) -> None:
         need = len(self.system.configs)
@@ -93,6 +96,32 @@ class TransitionTable:
             out[i] = bits
         return out
 
+    def utf8_loop(self, cid: int) -> bool:
+        """Whether every multi-byte UTF-8 character read from ``cid`` leads back to ``cid``
+        (and every part of one to a live configuration)."""
+        r = self._utf8.get(cid)
+        if r is None:
+            r = True
+            for seq in _MULTIBYTE_SEQUENCES:
+                frontier = {cid}
+                for lo, hi in seq:
+                    nxt: set[int] = set()
+                    for st in frontier:
+                        row = self.rows[st]
+                        if (row[lo : hi + 1] == UNKNOWN).any():
+                            self._fill_row(st)
+                            row = self.rows[st]
+                        nxt.update(np.unique(row[lo : hi + 1]).tolist())
+                    if DEAD in nxt:
+                        r = False
+                        break
+                    frontier = nxt
+                if not r or frontier != {cid}:
+                    r = False
+                    break
+            self._utf8[cid] = r
+        return r
+
     def _fill_row(self, cid: int) -> None:
         masks = self._class_masks(cid)
         if masks:
@@ -123,13 +152,21 @@ class TransitionTable:
             states = states[alive]
             if nodes.size == 0:
                 break
-            # a state that just looped may loop on everything below: test only those
+            # a state that just looped, or is back at the start, may loop on everything below
             bulk = np.zeros(nodes.size, dtype=bool)
+            if k:
+                looped |= states == cid
             if looped.any():
                 cand = np.flatnonzero(looped)
                 uniq, inverse = np.unique(states[cand], return_inverse=True)
-                loops = self.loop_sets(uniq)[inverse]
-                bulk[cand] = ~((trie.below[k][nodes[cand]] & ~loops).any(axis=1))
+                loops = self.loop_sets(uniq)
+                below = trie.below[k][nodes[cand]]
+                outside = below & ~loops[inverse]
+                bulk[cand] = ~outside.any(axis=1)
+                # or: loops on the ASCII bytes below and on every multi-byte character
+                utf8 = np.asarray([self.utf8_loop(int(u)) for u in uniq])[inverse]
+                more = ~bulk[cand] & utf8 & trie.utf8_below[k][nodes[cand]] & ~outside[:, :2].any(axis=1)
+                bulk[cand] |= more
             if bulk.any():
                 starts = trie.run_start[k][nodes[bulk]]
                 pieces.append(_ranges(starts, trie.run_end[k][nodes[bulk]] - starts))

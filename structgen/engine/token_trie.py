@@ -32,13 +32,24 @@ class TokenTrie:
     run_start: tuple[np.ndarray, ...]  #: int64 per node: its subtree's tokens are sorted_ids[run_start:run_end]
     run_end: tuple[np.ndarray, ...]
     below: tuple[np.ndarray, ...]  #: uint64 (nodes, 4): the bytes anywhere below the node, as a bit set
+    utf8_below: tuple[np.ndarray, ...]  #: bool per node: every token's bytes below it are well-formed UTF-8
     sorted_ids: np.ndarray  #: text token ids in byte order
 
     @property
     def depth(self) -> int:
         return len(self.level_byte)
 
-    _FIELDS = ("level_byte", "child_start", "child_count", "tok_start", "tok_count", "run_start", "run_end", "below")
+    _FIELDS = (
+        "level_byte",
+        "child_start",
+        "child_count",
+        "tok_start",
+        "tok_count",
+        "run_start",
+        "run_end",
+        "below",
+        "utf8_below",
+    )
 
     def to_arrays(self) -> dict[str, np.ndarray]:
         """Flat arrays (one per field, levels concatenated) for the on-disk cache."""
@@ -68,7 +79,7 @@ def build_token_trie(tokens: Sequence[bytes | None], is_text: np.ndarray) -> Tok
     n = len(ids)
     sorted_ids = np.asarray(ids, dtype=np.int32)
     if n == 0:
-        return TokenTrie(len(tokens), (), (), (), (), (), (), (), (), sorted_ids)
+        return TokenTrie(len(tokens), (), (), (), (), (), (), (), (), (), sorted_ids)
     lengths = np.fromiter((len(tokens[i]) for i in ids), dtype=np.int64, count=n)  # type: ignore[arg-type]
     width = int(lengths.max())
     joined = b"".join(tokens[i] for i in ids)  # type: ignore[misc]
@@ -87,8 +98,9 @@ def build_token_trie(tokens: Sequence[bytes | None], is_text: np.ndarray) -> Tok
         same &= padded[1:] >= 0
         lcp[1:] = np.cumprod(same, axis=1, dtype=np.int8).sum(axis=1)
 
+    wf = _well_formed_suffixes(padded, lengths)
     level_byte, child_start, child_count, tok_start, tok_count = [], [], [], [], []
-    run_start, run_end = [], []
+    run_start, run_end, utf8_below = [], [], []
     prev_node_of_token: np.ndarray | None = None
     prev_n_nodes = 1
     for k in range(width):
@@ -128,6 +140,8 @@ def build_token_trie(tokens: Sequence[bytes | None], is_text: np.ndarray) -> Tok
         last = np.r_[np.nonzero(np.diff(nodes_has))[0], nodes_has.size - 1]
         run_start.append(first_tokens.astype(np.int64))
         run_end.append(idx_has[last].astype(np.int64) + 1)
+        group_starts = np.r_[0, last[:-1] + 1]
+        utf8_below.append(np.minimum.reduceat(wf[idx_has, k + 1], group_starts).astype(bool))
         prev_node_of_token = np.where(has, node_of_token, -1)
         prev_n_nodes = n_nodes
     # the last level has no children
@@ -157,5 +171,54 @@ def build_token_trie(tokens: Sequence[bytes | None], is_text: np.ndarray) -> Tok
         tuple(run_start),
         tuple(run_end),
         tuple(below),
+        tuple(utf8_below),
         sorted_ids,
     )
+
+
+def _well_formed_suffixes(padded: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """``wf[i, j]``: bytes ``j..`` of token ``i`` are well-formed UTF-8 (complete characters, the
+    last possibly cut short); one column per position plus one for the empty suffix."""
+    n, width = padded.shape
+    wf = np.ones((n, width + 1), dtype=bool)
+    order = np.argsort(-lengths, kind="stable")  # longest first: column j touches a prefix
+    counts = np.bincount(lengths, minlength=width + 1)
+    longer = n - np.cumsum(counts)  # longer[j] = tokens with length > j
+    b = padded[order].astype(np.int32)
+    for j in range(width - 1, -1, -1):
+        m = int(longer[j])
+        if m == 0:
+            continue
+        c = b[:m, j]
+        res = np.where(c < 0x80, wf[order[:m], j + 1], False)
+        for lo, hi, length, s_lo, s_hi in _LEADS:
+            rows = np.flatnonzero((c >= lo) & (c <= hi))
+            if rows.size == 0:
+                continue
+            good = np.ones(rows.size, dtype=bool)
+            ended = np.zeros(rows.size, dtype=bool)
+            for t in range(1, length):
+                if j + t >= width:
+                    ended[:] = True
+                    break
+                bt = b[rows, j + t]
+                ended |= bt < 0
+                lo_t, hi_t = (s_lo, s_hi) if t == 1 else (0x80, 0xBF)
+                good &= ended | ((bt >= lo_t) & (bt <= hi_t))
+            tail = wf[order[rows], j + length] if j + length <= width else np.ones(rows.size, dtype=bool)
+            res[rows] = good & (ended | tail)
+        wf[order[:m], j] = res
+    return wf
+
+
+# (first byte range, sequence length, allowed range of the second byte)
+_LEADS = (
+    (0xC2, 0xDF, 2, 0x80, 0xBF),
+    (0xE0, 0xE0, 3, 0xA0, 0xBF),
+    (0xE1, 0xEC, 3, 0x80, 0xBF),
+    (0xED, 0xED, 3, 0x80, 0x9F),
+    (0xEE, 0xEF, 3, 0x80, 0xBF),
+    (0xF0, 0xF0, 4, 0x90, 0xBF),
+    (0xF1, 0xF3, 4, 0x80, 0xBF),
+    (0xF4, 0xF4, 4, 0x80, 0x8F),
+)

@@ -12,7 +12,7 @@ from .token_trie import TokenTrie, build_token_trie
 if TYPE_CHECKING:
     from ..vocab import Vocab
 
-TRIE_CACHE_KEY = "engine-token-trie-v2"
+TRIE_CACHE_KEY = "engine-token-trie-v3"
 _memory: dict[str, TokenTrie] = {}
 _lock = threading.Lock()
 
