@@ -224,6 +224,7 @@ def print_report(out: dict[str, Any]) -> None:
             for eng, s in entries.items():
                 rows.append([case, eng] + [s.get(k) for k, _ in report.MEASURES] + [s.get("py_peak_kb"), report.status_cell(s)])
         p(report.table(["schema", "engine"] + [h for _, h in report.MEASURES] + ["py peak KB", "status"], rows))
+    print_structgen_mask_words(out)
     for vocab, mb in out["maskbench"].items():
         pooled = mb.get("pooled")
         if not pooled:
@@ -248,6 +249,20 @@ def print_report(out: dict[str, Any]) -> None:
             rows.append([eng, a.get("compile_ms_p50"), a.get("compile_ms_p90"), a.get("first_mask_us_p50"), a.get("cold_p50_us"), a.get("cold_p99_us"), a.get("warm_p50_us"), a.get("warm_p99_us"), a.get("commit_p50_us")])
         p(report.table(["engine", "compile p50 ms", "compile p90 ms", "first mask p50 µs", "cold p50", "cold p99", "warm p50", "warm p99", "commit p50"], rows))
     print_ratios(out)
+
+
+def print_structgen_mask_words(out: dict[str, Any]) -> None:
+    rows = []
+    for vocab, per_case in out["schemas"].items():
+        for case, entries in per_case.items():
+            s = entries.get("structgen") or {}
+            if s.get("status") == "ok":
+                rows.append([vocab, case, s.get("warm_p50_us"), s.get("warm_p99_us"), s.get("warm_mask_words_p50_us"), s.get("warm_mask_words_p99_us"), s.get("warm_mask_words_max_us"), s.get("start_p50_us")])
+    if rows:
+        print("\n## structgen: `fill_bitmask` and `mask_words()` on warm walks (µs)\n")
+        print("`mask_words()` is timed right after `fill_bitmask` on the same step, so its configuration is always cached: "
+              "it is the cost of reading the packed mask without a copy. `start` is `Constraint.start()`.\n")
+        print(report.table(["vocabulary", "schema", "fill p50", "fill p99", "mask_words p50", "mask_words p99", "mask_words max", "start p50"], rows))
 
 
 def print_prepare(out: dict[str, Any]) -> None:
