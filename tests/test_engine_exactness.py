@@ -66,3 +66,43 @@ def test_schema_like_object(vocab_name: str) -> None:
 def test_greedy_lexemes() -> None:
     vocab = load_vocab("llama-bpe")
     assert _check(lexeme_grammar(), vocab, "abc = 12; x=y; ", every=2) > 3
+
+
+def _byte_token(vocab, b: int) -> int:  # type: ignore[no-untyped-def]
+    return vocab.lookup_text(bytes([b]))[0]
+
+
+@pytest.mark.parametrize("vocab_name", ["llama-bpe", "gemma3"])
+def test_states_inside_a_multibyte_character(vocab_name: str) -> None:
+    """Tokens that split a UTF-8 character: masks in the middle of one are exact too."""
+    vocab = load_vocab(vocab_name)
+    g = json_grammar()
+    c = Constraint.compile(g, vocab)
+    for char in ("é", "☃", "😀"):
+        enc = char.encode()
+        for cut in range(1, len(enc)):
+            prefix = b'["' + enc[:cut]
+            ids = greedy_tokens(vocab, b'["') + [_byte_token(vocab, b) for b in enc[:cut]]
+            st = c.start()
+            assert st.commit_tokens(ids)
+            assert np.array_equal(st.mask(), reference_mask(g, vocab, prefix)), (char, cut)
+
+
+def test_random_reachable_states() -> None:
+    """States reached by sampling allowed tokens at random (whitespace runs, odd tokens)."""
+    vocab = load_vocab("llama-spm")
+    g = json_grammar()
+    c = Constraint.compile(g, vocab)
+    rng = np.random.default_rng(7)
+    for _ in range(3):
+        st = c.start()
+        text = b""
+        for _step in range(int(rng.integers(1, 12))):
+            allowed = np.flatnonzero(st.mask())
+            allowed = allowed[(allowed < vocab.n_tokens) & ~np.isin(allowed, vocab.eos_token_ids)]
+            if allowed.size == 0:
+                break
+            t = int(rng.choice(allowed))
+            assert st.commit_token(t)
+            text += vocab.token_bytes(t)
+        assert np.array_equal(st.mask(), reference_mask(g, vocab, text)), text
