@@ -106,3 +106,22 @@ def test_random_reachable_states() -> None:
             assert st.commit_token(t)
             text += vocab.token_bytes(t)
         assert np.array_equal(st.mask(), reference_mask(g, vocab, text)), text
+
+
+def test_counted_strings_with_escapes() -> None:
+    """Counted repetitions (maxLength-style strings) take the unit-count path: still exact."""
+    from structgen import Grammar
+    from structgen.grammar import ir
+
+    vocab = load_vocab("llama-bpe")
+    plain = ir.CharClass(((0, 31), (34, 34), (92, 92)), negated=True)
+    escape = ir.seq(ir.lit("\\"), ir.alt(ir.char('"', "\\", "n", "t"), ir.seq(ir.lit("u"), ir.Repeat(ir.char((48, 57), (97, 102)), 4, 4))))
+    unit = ir.alt(plain, escape)
+    g = Grammar(
+        {
+            "root": ir.seq(
+                ir.lit('{"a": "'), ir.Repeat(unit, 2, 9), ir.lit('", "b": "'), ir.Repeat(unit, 0, 30), ir.lit('"}')
+            )
+        }
+    )
+    assert _check(g, vocab, '{"a": "x\\n\\u00e9zz", "b": "Ünïcödé and \\"quotes\\" here"}', every=1) > 10

@@ -18,6 +18,7 @@ from ..errors import ConstraintError, GrammarError, LimitError
 from ..grammar import ir
 from ..grammar.grammar import Grammar
 from .configs import DEAD, ConfigSystem
+from .counters import CountedHead, UnitCounts, count_units, counted_head, filter_ids, unit_automaton
 from .limits import DEFAULT_ENGINE_LIMITS, EngineLimits
 from .machines import Machines, build_machines, token_symbol
 from .masks import pack_ids, unpack, words_for
@@ -55,6 +56,9 @@ class Constraint:
         self._atom_steps: dict[tuple[int, int], int] = {}
         self._text_index: dict[bytes, int] | None = None
         self._after_cache: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._counted: dict[int, tuple[CountedHead, UnitCounts, int] | None] = {}
+        self._units: dict[int, UnitCounts | None] = {}
+        self._base_ids: dict[int, np.ndarray] = {}
 
     # -- construction ---------------------------------------------------------------------------
 
@@ -126,7 +130,9 @@ class Constraint:
         m = self._masks.get(cid)
         if m is not None:
             return m
-        ids = self._table.walk(cid, self._trie)
+        ids = self._counted_ids(cid)
+        if ids is None:
+            ids = self._table.walk(cid, self._trie)
         extra = []
         if len(self._eos) and self._system.accepting(cid):
             extra.append(self._eos)
@@ -186,6 +192,37 @@ class Constraint:
         if budget >= 1 and self._system.accepting(cid) and len(self._eos):
             keep = np.concatenate([keep, self._eos])
         return pack_ids(keep, self._width)
+
+    def _counted_ids(self, cid: int) -> np.ndarray | None:
+        """Text tokens allowed at ``cid`` if it sits in a counted repetition (see counters.py)."""
+        entry = self._counted.get(cid, False)
+        if entry is False:
+            entry = None
+            stacks = self._system.configs[cid]
+            if len(stacks) == 1:
+                sid = stacks[0]
+                head = counted_head(self._machines.store, self._system.stack_top[sid])
+                if head is not None:
+                    counts = self._unit_counts(head.unit)
+                    if counts is not None:
+                        store = self._machines.store
+                        top = store.seq(store.repeat(head.unit, 0, None), head.rest)
+                        base = self._system.config([self._system.stack(self._system.stack_parent[sid], top)])
+                        entry = (head, counts, base)
+            self._counted[cid] = entry
+        if entry is None:
+            return None
+        head, counts, base = entry
+        base_ids = self._base_ids.get(base)
+        if base_ids is None:
+            base_ids = self._base_ids[base] = self._table.walk(base, self._trie)
+        return filter_ids(base_ids, counts, head)
+
+    def _unit_counts(self, unit: int) -> UnitCounts | None:
+        if unit not in self._units:
+            table = unit_automaton(self._machines.store, unit)
+            self._units[unit] = None if table is None else count_units(table, self._trie)
+        return self._units[unit]
 
     def commit(self, cid: int, token_id: int) -> int:
         """The configuration after ``token_id`` (DEAD if the token is not allowed)."""
