@@ -10,6 +10,7 @@ from a dictionary.
 
 from __future__ import annotations
 
+import threading
 from typing import TYPE_CHECKING, Iterable, Sequence
 
 import numpy as np
@@ -55,6 +56,8 @@ class Constraint:
         self._commits: dict[tuple[int, int], int] = {}
         self._atom_steps: dict[tuple[int, int], int] = {}
         self._text_index: dict[bytes, int] | None = None
+        # requests may share a constraint across threads: computing (not reading) takes the lock
+        self._lock = threading.RLock()
         self._after_cache: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._counted: dict[int, tuple[CountedHead, UnitCounts, int] | None] = {}
         self._units: dict[int, UnitCounts | None] = {}
@@ -130,6 +133,13 @@ class Constraint:
         m = self._masks.get(cid)
         if m is not None:
             return m
+        with self._lock:
+            return self._compute_mask(cid)
+
+    def _compute_mask(self, cid: int) -> np.ndarray:
+        m = self._masks.get(cid)
+        if m is not None:
+            return m
         ids = self._counted_ids(cid)
         if ids is None:
             ids = self._table.walk(cid, self._trie)
@@ -159,6 +169,13 @@ class Constraint:
 
     def _after(self, cid: int) -> tuple[np.ndarray, np.ndarray]:
         """Allowed token ids of ``cid`` and, for each, the bytes its shortest completion needs."""
+        r = self._after_cache.get(cid)
+        if r is not None:
+            return r
+        with self._lock:
+            return self._compute_after(cid)
+
+    def _compute_after(self, cid: int) -> tuple[np.ndarray, np.ndarray]:
         r = self._after_cache.get(cid)
         if r is None:
             ids, ends, slack = self._table.walk_ends(cid, self._trie)
@@ -230,6 +247,11 @@ class Constraint:
         r = self._commits.get(key)
         if r is not None:
             return r
+        with self._lock:
+            return self._compute_commit(cid, token_id)
+
+    def _compute_commit(self, cid: int, token_id: int) -> int:
+        key = (cid, token_id)
         vocab = self.vocab
         target = DEAD
         if token_id < vocab.n_tokens and vocab.is_text[token_id]:
@@ -246,6 +268,12 @@ class Constraint:
         self._commits[key] = target
         return target
 
+    def row(self, cid: int) -> np.ndarray:
+        """The full byte-transition row of ``cid`` (computed where missing)."""
+        with self._lock:
+            self._table.loop_sets(np.asarray([cid]))  # fills the whole row
+            return self._table.rows[cid].copy()
+
     def precompute(self, max_configs: int) -> int:
         """Explore configurations reachable from the start (breadth first, up to ``max_configs``)
         and build their masks; returns how many were built."""
@@ -255,8 +283,7 @@ class Constraint:
             nxt = []
             for cid in frontier:
                 self.mask_words(cid)
-                self._table.loop_sets(np.asarray([cid]))  # fills the whole row
-                targets = set(self._table.rows[cid].tolist())
+                targets = set(self.row(cid).tolist())
                 targets |= {self._atom_step(cid, k) for k in range(len(self._atom_ids))}
                 for t in targets:
                     if t != DEAD and t not in seen and len(seen) < max_configs:
@@ -422,8 +449,7 @@ class State:
         while len(out) < limit:
             if c.accepting(cid) or any(c._atom_step(cid, k) != DEAD for k in range(len(c._atom_ids))):
                 break
-            c._table.loop_sets(np.asarray([cid]))  # fills the row
-            row = c._table.rows[cid]
+            row = c.row(cid)
             live = np.flatnonzero(row != DEAD)
             if live.size != 1:
                 break
