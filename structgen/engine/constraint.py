@@ -19,6 +19,7 @@ from ..errors import ConstraintError, GrammarError, LimitError
 from ..grammar import ir
 from ..grammar.grammar import Grammar
 from .configs import DEAD, ConfigSystem
+from .deep import deep_recursion
 from .counters import CountedHead, UnitCounts, count_units, counted_head, filter_ids, unit_automaton
 from .limits import DEFAULT_ENGINE_LIMITS, EngineLimits
 from .machines import Machines, build_machines, token_symbol
@@ -136,6 +137,7 @@ class Constraint:
         with self._lock:
             return self._compute_mask(cid)
 
+    @deep_recursion
     def _compute_mask(self, cid: int) -> np.ndarray:
         m = self._masks.get(cid)
         if m is not None:
@@ -175,6 +177,7 @@ class Constraint:
         with self._lock:
             return self._compute_after(cid)
 
+    @deep_recursion
     def _compute_after(self, cid: int) -> tuple[np.ndarray, np.ndarray]:
         r = self._after_cache.get(cid)
         if r is None:
@@ -250,6 +253,7 @@ class Constraint:
         with self._lock:
             return self._compute_commit(cid, token_id)
 
+    @deep_recursion
     def _compute_commit(self, cid: int, token_id: int) -> int:
         key = (cid, token_id)
         vocab = self.vocab
