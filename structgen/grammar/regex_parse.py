@@ -94,6 +94,7 @@ class _Parser:
         self.upper = 0xFF if self.bytes else MAX_CODEPOINT
         self.limits = limits
         self.flags = self._initial_flags(flags)
+        self.group_names: set[str] = set()
 
     # -- errors and small helpers ------------------------------------------------------------
 
@@ -309,6 +310,10 @@ class _Parser:
         name = self.p[name_start:end] if end >= 0 else ""
         if end < 0 or not name or name[0].isdigit() or not all(c.isalnum() or c in "_$" for c in name):
             raise self.fail("invalid group name", start)
+        if not self.ecma:
+            if name in self.group_names:
+                raise self.fail(f"duplicate group name {name!r}", start)
+            self.group_names.add(name)
         self.i = end + 1
 
     def _rust_flags(self, start: int) -> tuple[_Flags, bool]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from functools import lru_cache
+import unicodedata
 
 import regex as _regex_pkg
 
@@ -295,10 +296,17 @@ def ecma_property(body: str) -> Ranges:
 
 
 def loose_name(name: str) -> str:
-    """UAX #44 LM3 loose matching, as Rust regex does it: ignore case, spaces, ``_`` and ``-``, and ``is``."""
-    norm = "".join(c for c in name.lower() if c not in " _-\t\n\r\f\v")
-    if norm.startswith("is") and len(norm) > 2:
-        norm = norm[2:]
+    """UAX #44 LM3 loose matching as Rust regex does it.
+
+    A leading ``is`` (any case, as written: not after a space) is dropped, then case, spaces,
+    ``_`` and ``-`` are ignored (and non-ASCII characters dropped). ``isc`` stays ``isc`` (it names
+    ISO_Comment, not ``C``).
+    """
+    starts_with_is = name[:2].lower() == "is"
+    body = name[2:] if starts_with_is else name
+    norm = "".join(c for c in body.lower() if c not in " _-" and c.isascii())
+    if starts_with_is and norm == "c":
+        return "isc"
     return norm
 
 
@@ -397,10 +405,23 @@ def _fold_table() -> tuple[tuple[int, ...], dict[int, tuple[int, ...]]]:
         for lo, hi in binary_property(prop):
             candidates.update(range(lo, hi + 1))
     groups: dict[str, set[int]] = {}
+    newer: list[int] = []
     for cp in candidates:
         c = chr(cp)
+        if unicodedata.category(c) == "Cn":
+            newer.append(cp)  # assigned after this Python's Unicode version: Python cannot case it
+            continue
         key = _simple_fold_key(c)
         groups.setdefault(key, {ord(key)}).add(cp)
+    # For those, ask the regex package, whose Unicode data is newer. (Only for those: its
+    # case-insensitive matching is not exactly simple folding, e.g. it pairs U+0130 with i.)
+    all_text = "".join(map(chr, sorted(candidates)))
+    newer_set = set(newer)
+    for cp in newer:
+        partners = {ord(p) for p in _regex_pkg.findall("(?i)" + _regex_pkg.escape(chr(cp)), all_text)} | {cp}
+        older = sorted(partners - newer_set)
+        key = _simple_fold_key(chr(older[0])) if older else chr(min(partners))
+        groups.setdefault(key, {ord(key)}).update(partners)
     for a, b in _EXTRA_FOLD_PAIRS:
         ga = groups.setdefault(_simple_fold_key(chr(a)), {a})
         gb = groups.setdefault(_simple_fold_key(chr(b)), {b})
