@@ -137,6 +137,13 @@ def test_ecma_constructs(decide: Decide, pattern: str, yes: list[str], no: list[
         ("", ["", "anything"], []),
         ("[]", [], ["", "a"]),
         ("^\\p{Letter}+$", ["Hello", "π"], ["123", ""]),
+        ("(^a)*b", ["b", "xb", "ab"], ["a", "xa"]),
+        ("^([^,]+(,|$)){3,}$", ["a,b,c", "a,b,c,", "a,b,c,d"], ["a,b", "a,b,", ",a,b,c"]),
+        ("^(\\/?(\\.{2}|[a-z0-9\\-]*)($|\\/))*$", ["", "a/b", "/a/../b", "a/b/"], ["A", "a//B"]),
+        ("(a|$)+", ["", "b", "ba"], []),
+        ("(?:^|,)x", ["x", "a,x"], ["ax"]),
+        ("(?:^|^)(?:$|$)", [""], ["a"]),
+        ("(?:(?:^)+a)", ["ab"], ["ba"]),
     ],
 )
 def test_ecma_search_semantics(decide: Decide, pattern: str, yes: list[str], no: list[str]) -> None:
@@ -238,8 +245,10 @@ def test_named_and_plain_groups_only_group() -> None:
         ("a$b", "'$'"),
         ("a(^b)", "'^'"),
         ("(a$)b", "'$'"),
-        ("(^a)*", "quantified"),
-        ("(?:a|b$)+", "quantified"),
+        ("(^a$)*", "both '^' and '$'"),
+        ("(?:^a|b$)+", "both '^' and '$'"),
+        ("(?:^a)*b(?:c$)*x", "'$'"),
+        ("(a$b?)*", "'$'"),
         ("x(^|y)", "'^'"),
     ],
 )
@@ -547,7 +556,7 @@ def _patterns() -> st.SearchStrategy[tuple[str, str]]:
     return st.recursive(leaves, extend, max_leaves=8)
 
 
-_SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+_SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @_SETTINGS
@@ -587,6 +596,40 @@ def test_property_anchored_alternatives(left: tuple[str, str], right: tuple[str,
     for text in data.draw(st.lists(st.text(alphabet=st.sampled_from(_ALPHABET), max_size=6), max_size=4)):
         expected = reference.search(text) is not None
         assert node_fullmatch(node, text) == expected, (ecma, text)
+        if HAVE_MATCHER:
+            assert _via_matcher(node, text) == expected, (ecma, text)
+
+
+def _edges(children: st.SearchStrategy[tuple[str, str]], start: bool) -> st.SearchStrategy[tuple[str, str]]:
+    """ECMA/Python spellings of anchored parts that may open (start) or close (not start) a pattern."""
+    a, py = ("^", "^") if start else ("$", "\\Z")
+
+    def wrap(shape: str, x: tuple[str, str], y: tuple[str, str]) -> tuple[str, str]:
+        ecma = shape.replace("A", a).replace("X", x[0]).replace("Y", y[0])
+        python_shape = shape.replace("(?:", "(").replace("(", "(?:")
+        python = python_shape.replace("A", py).replace("X", "(?:" + x[1] + ")").replace("Y", "(?:" + y[1] + ")")
+        return ecma, python
+
+    if start:
+        shapes = ["", "A", "(AX)", "(?:AX|Y)", "(AX)*", "(?:A|X)", "(AX)+", "(?:AX|Y){0,2}", "A(?:A|A)", "(?:A)*"]
+    else:
+        shapes = ["", "A", "(XA)", "(?:XA|Y)", "(XA)*", "(?:A|X)", "(XA)+", "(?:XA|Y){0,2}", "(?:A|A)A", "(?:A)*"]
+    return st.tuples(st.sampled_from(shapes), children, children).map(lambda t: wrap(t[0], t[1], t[2]))
+
+
+@_SETTINGS
+@given(data=st.data())
+def test_property_anchors_inside_edge_groups(data: st.DataObject) -> None:
+    head = data.draw(_edges(_patterns(), True))
+    middle = data.draw(_patterns())
+    tail = data.draw(_edges(_patterns(), False))
+    ecma = head[0] + middle[0] + tail[0]
+    python = head[1] + "(?:" + middle[1] + ")" + tail[1]
+    node = regex_to_node(ecma)
+    reference = regex.compile(python)
+    for text in data.draw(st.lists(st.text(alphabet=st.sampled_from(_ALPHABET), max_size=6), max_size=6)):
+        expected = reference.search(text) is not None
+        assert node_fullmatch(node, text) == expected, (ecma, python, text)
         if HAVE_MATCHER:
             assert _via_matcher(node, text) == expected, (ecma, text)
 

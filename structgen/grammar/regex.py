@@ -54,6 +54,9 @@ def regex_to_node(
 
 
 def _char_node(ranges: ir.Ranges) -> ir.Node:
+    if len(ranges) == 1 and ranges[0][0] == ranges[0][1]:  # the common case: one character
+        cp = ranges[0][0]
+        return ir.NOTHING if ir.SURROGATES[0] <= cp <= ir.SURROGATES[1] else ir.Literal(chr(cp).encode("utf-8"))
     scalars = ir.subtract_ranges(ranges, (ir.SURROGATES,))
     if not scalars:
         return ir.NOTHING  # includes a lone surrogate: text (UTF-8) never contains one
@@ -84,6 +87,23 @@ def _byte_node(ranges: ir.Ranges) -> ir.Node:
     return ir.ByteClass(ranges)
 
 
+def _seq(items: list[ir.Node]) -> ir.Node:
+    """``ir.seq`` with runs of literals joined first (in one pass: a long literal costs linear time)."""
+    out: list[ir.Node] = []
+    run: list[bytes] = []
+    for item in items:
+        if isinstance(item, ir.Literal):
+            run.append(item.data)
+            continue
+        if run:
+            out.append(ir.Literal(b"".join(run)))
+            run = []
+        out.append(item)
+    if run:
+        out.append(ir.Literal(b"".join(run)))
+    return ir.seq(*out)
+
+
 def _lower_one(node: RegexNode, kids: list[ir.Node]) -> ir.Node:
     """One node, given its lowered children (anchors are handled by the caller)."""
     if isinstance(node, CharSet):
@@ -91,7 +111,7 @@ def _lower_one(node: RegexNode, kids: list[ir.Node]) -> ir.Node:
     if isinstance(node, ByteSet):
         return _byte_node(node.ranges)
     if isinstance(node, Concat):
-        return ir.seq(*kids)
+        return _seq(kids)
     if isinstance(node, Alternation):
         return ir.alt(*kids)
     if isinstance(node, Repetition):
@@ -114,11 +134,74 @@ def _lower(tree: RegexNode) -> ir.Node:
 
 # A pattern's meaning as a union of terms: (pinned to the input start, pinned to the input end)
 # -> the body. At most four keys, so sequences of anchored parts never multiply out.
-_Terms = dict[tuple[bool, bool], ir.Node]
+_Key = tuple[bool, bool]
+_Terms = dict[_Key, ir.Node]
+_PLAIN: _Key = (False, False)
 
 
-def _add_term(terms: _Terms, key: tuple[bool, bool], body: ir.Node) -> None:
-    terms[key] = ir.alt(terms[key], body) if key in terms else body
+def _merge(groups: dict[_Key, list[ir.Node]]) -> _Terms:
+    return {key: ir.alt(*bodies) for key, bodies in groups.items()}
+
+
+def _concat(left: ir.Node, right: ir.Node) -> ir.Node:
+    # Skipping empty sides keeps long runs from being copied once per zero-width anchor.
+    if left == ir.EMPTY:
+        return right
+    if right == ir.EMPTY:
+        return left
+    return ir.seq(left, right)
+
+
+def _nullable(root: ir.Node, memo: dict[ir.Node, bool]) -> bool:
+    """Whether ``root`` matches the empty string (for the node kinds the regex reader makes)."""
+    for node in reversed(list(ir.iter_nodes(root))):  # children before parents
+        if node in memo:
+            continue
+        if isinstance(node, ir.Literal):
+            memo[node] = not node.data
+        elif isinstance(node, ir.Seq):
+            memo[node] = all(memo[c] for c in node.items)
+        elif isinstance(node, ir.Alt):
+            memo[node] = any(memo[c] for c in node.items)
+        elif isinstance(node, ir.Repeat):
+            memo[node] = node.min == 0 or memo[node.item]
+        else:
+            memo[node] = False
+    return memo[root]
+
+
+def _repeat_or_nothing(item: ir.Node, lo: int, hi: int | None) -> ir.Node:
+    if item == ir.NOTHING:
+        return ir.EMPTY if lo == 0 else ir.NOTHING
+    return ir.repeat(item, lo, hi)
+
+
+def _repeat_terms(inner: _Terms, node: Repetition, pattern: str, memo: dict[ir.Node, bool]) -> _Terms:
+    """Terms of ``X{min,max}`` where X holds anchors (in a position where they can hold).
+
+    With ``$`` inside: i plain iterations, then the one that reaches the end, then iterations
+    that match nothing (possible if some iteration can match the empty string). ``^`` mirrors it.
+    """
+    anchored = [key for key in inner if key != _PLAIN]
+    if len(anchored) != 1 or anchored[0] == (True, True):
+        raise RegexError(
+            "a quantified group that holds both '^' and '$' is not supported", pattern=pattern, position=node.position
+        )
+    key = anchored[0]
+    plain = inner.get(_PLAIN, ir.NOTHING)
+    edge = inner[key]
+    out: _Terms = {}
+    repeated = _repeat_or_nothing(plain, node.min, node.max)
+    if repeated != ir.NOTHING:
+        out[_PLAIN] = repeated
+    if node.max == 0:
+        return out or {_PLAIN: ir.EMPTY}
+    can_skip = _nullable(edge, memo) or (plain != ir.NOTHING and _nullable(plain, memo))
+    others = _repeat_or_nothing(plain, 0 if can_skip else max(node.min - 1, 0), None if node.max is None else node.max - 1)
+    body = _concat(edge, others) if key == (True, False) else _concat(others, edge)
+    if body != ir.NOTHING:
+        out[key] = body
+    return out or {_PLAIN: ir.NOTHING}
 
 
 def _lower_with_anchors(tree: RegexNode, pattern: str, *, search: bool) -> ir.Node:
@@ -137,15 +220,16 @@ def _lower_with_anchors(tree: RegexNode, pattern: str, *, search: bool) -> ir.No
             zero_width[key] = False
             has_anchor[key] = any(has_anchor[id(k)] for k in kids)
 
-    # Top-down: may this node's first / last position be the input's start / end, and if not, why.
-    context: dict[int, tuple[bool, bool, str]] = {id(tree): (True, True, "")}
+    # Top-down: may this node's first / last position be the input's start / end? A concatenation
+    # passes that on only across zero-width items; a quantified group passes it to its body.
+    context: dict[int, tuple[bool, bool]] = {id(tree): (True, True)}
     for node in reversed(order):  # parents come before their children here
         if not has_anchor[id(node)]:
             continue
-        leading, trailing, why = context[id(node)]
-        if isinstance(node, Alternation):
-            for item in node.items:
-                context[id(item)] = (leading, trailing, why)
+        leading, trailing = context[id(node)]
+        if isinstance(node, (Alternation, Repetition)):
+            for item in children(node):
+                context[id(item)] = (leading, trailing)
         elif isinstance(node, Concat):
             items = node.items
             zero_after = [False] * len(items)
@@ -155,16 +239,15 @@ def _lower_with_anchors(tree: RegexNode, pattern: str, *, search: bool) -> ir.No
                 running = running and zero_width[id(items[k])]
             running = True
             for k, item in enumerate(items):
-                context[id(item)] = (leading and running, trailing and zero_after[k], why)
+                context[id(item)] = (leading and running, trailing and zero_after[k])
                 running = running and zero_width[id(item)]
-        elif isinstance(node, Repetition):
-            context[id(node.item)] = (False, False, " (it is inside a quantified group)")
 
     lowered: dict[int, ir.Node] = {}
     terms: dict[int, _Terms] = {}
+    memo: dict[ir.Node, bool] = {}
 
     def terms_of(node: RegexNode) -> _Terms:
-        return terms[id(node)] if has_anchor[id(node)] else {(False, False): lowered[id(node)]}
+        return terms[id(node)] if has_anchor[id(node)] else {_PLAIN: lowered[id(node)]}
 
     for node in order:
         key = id(node)
@@ -172,43 +255,51 @@ def _lower_with_anchors(tree: RegexNode, pattern: str, *, search: bool) -> ir.No
             lowered[key] = _lower_one(node, [lowered[id(k)] for k in children(node)])
             continue
         if isinstance(node, Anchor):
-            leading, trailing, why = context[key]
-            if node.end and not trailing:
+            leading, trailing = context[key]
+            if (trailing if node.end else leading) is False:
+                where = "end" if node.end else "start"
                 raise RegexError(
-                    "'$' is only supported where it can only match at the end of the input" + why,
-                    pattern=pattern,
-                    position=node.position,
-                )
-            if not node.end and not leading:
-                raise RegexError(
-                    "'^' is only supported where it can only match at the start of the input" + why,
+                    f"'{'$' if node.end else '^'}' is only supported where it can only match at the {where} of the"
+                    " input (at that end of the pattern, of a top-level alternative, or of a group there)",
                     pattern=pattern,
                     position=node.position,
                 )
             terms[key] = {(not node.end, node.end): ir.EMPTY}
         elif isinstance(node, Alternation):
-            merged: _Terms = {}
+            groups: dict[_Key, list[ir.Node]] = {}
             for item in node.items:
                 for k, body in terms_of(item).items():
-                    _add_term(merged, k, body)
-            terms[key] = merged
+                    groups.setdefault(k, []).append(body)
+            terms[key] = _merge(groups)
         elif isinstance(node, Concat):
-            acc: _Terms = {(False, False): ir.EMPTY}
-            for item in node.items:
-                nxt: _Terms = {}
-                for (s1, e1), b1 in acc.items():
-                    for (s2, e2), b2 in terms_of(item).items():
-                        _add_term(nxt, (s1 or s2, e1 or e2), ir.seq(b1, b2))
-                acc = nxt
+            # Anchor-free runs are lowered in one piece: only the ends of a concatenation can hold
+            # anchors, so the products below run a bounded number of times per anchor.
+            acc: _Terms = {_PLAIN: ir.EMPTY}
+            run: list[ir.Node] = []
+            for item in node.items + (None,):  # type: ignore[operator]
+                if item is not None and not has_anchor[id(item)]:
+                    run.append(lowered[id(item)])
+                    continue
+                parts = [terms_of(item)] if item is not None else []
+                if run:
+                    parts.insert(0, {_PLAIN: _seq(run)})
+                    run = []
+                for item_terms in parts:
+                    combined: dict[_Key, list[ir.Node]] = {}
+                    for (s1, e1), b1 in acc.items():
+                        for (s2, e2), b2 in item_terms.items():
+                            combined.setdefault((s1 or s2, e1 or e2), []).append(_concat(b1, b2))
+                    acc = _merge(combined)
             terms[key] = acc
-        else:  # pragma: no cover - a repeated anchor fails its context check first
-            raise RegexError("anchor inside a quantified group", pattern=pattern, position=None)
+        else:
+            assert isinstance(node, Repetition)
+            terms[key] = _repeat_terms(terms_of(node.item), node, pattern, memo)
 
     root = terms_of(tree)
     if not search:
         return ir.alt(*root.values())
     anything = ir.star(ir.ANY_CHAR)
-    parts = []
+    parts_out = []
     for (at_start, at_end), body in root.items():
-        parts.append(ir.seq(*([] if at_start else [anything]), body, *([] if at_end else [anything])))
-    return ir.alt(*parts)
+        parts_out.append(ir.seq(*([] if at_start else [anything]), body, *([] if at_end else [anything])))
+    return ir.alt(*parts_out)

@@ -55,9 +55,9 @@ class _Frame:
         self.quantifiable = False
         self.just_quantified = False
 
-    def push(self, node: RegexNode) -> None:
+    def push(self, node: RegexNode, *, group: bool = False) -> None:
         self.items.append(node)
-        self.quantifiable = not isinstance(node, Anchor)
+        self.quantifiable = group or not isinstance(node, Anchor)  # a group is quantifiable: (?:^)*
         self.just_quantified = False
 
     def finish(self) -> RegexNode:
@@ -133,7 +133,8 @@ class _Parser:
         return uni.negate(ranges, self.upper)
 
     def _literal(self, value: int) -> RegexNode:
-        return self._set(self._fold(((value, value),)))
+        single = ((value, value),)
+        return self._set(self._fold(single) if self.flags.case_insensitive else single)
 
     def _skip_extended(self) -> None:
         """With the ``x`` flag, skip whitespace and ``#`` comments (Rust flavours only)."""
@@ -176,7 +177,7 @@ class _Parser:
                 self.i += 1
                 done = frames.pop()
                 self.flags = done.saved_flags
-                frames[-1].push(done.finish())
+                frames[-1].push(done.finish(), group=True)
             elif c == "|":
                 self.i += 1
                 frame.alternatives.append(frame.items)
