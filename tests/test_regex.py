@@ -492,6 +492,10 @@ def test_grammar_from_regex() -> None:
     g = Grammar.from_regex("^a+$")
     assert g.start == "root"
     assert g.rules["root"] == ir.Repeat(ir.lit("a"), 1, None)
+    assert Grammar.from_regex("k", flavor="glrm", flags="i").rules["root"] == ir.CharClass(
+        ((0x4B, 0x4B), (0x6B, 0x6B), (0x212A, 0x212A))
+    )
+    assert Grammar.from_regex("\\xff", flavor="glrm-bytes").rules["root"] == ir.Literal(b"\xff")
 
 
 # ---------------------------------------------------------------------------------------------
