@@ -162,6 +162,27 @@ GLRM_CASES: list[tuple[str, str, list[str]]] = [
     ("(?u)é", "", []),
     ("()|a", "", []),
     ("(?:)", "", []),
+    ("[--a]", "", []),
+    ("[---a]", "", []),
+    ("[^--a]", "", []),
+    ("[]--a]", "", []),
+    ("[- -a]", "x", []),
+    ("[--a--b]", "", []),
+    ("[ ^a]", "x", []),
+    ("[ ] a]", "x", []),
+    ("[&&a]", "", []),
+    ("[a&&]", "", []),
+    ("[~~a]", "", []),
+    ("[[:foo:]]", "", [":", "f", "o"]),
+    ("[[:alpha:]-z]", "", []),
+    ("[\\w&&\\p{Greek}]", "", []),
+    ("x{2} {3}", "x", ["xxxxxx"]),
+    ("(?x)a(?-x) b", "", ["a b"]),
+    ("\\p{ Greek }\\p{sc = Greek}", "", ["αβ"]),
+    ("\\pZ", "", ["\u2028", "\u3000"]),
+    ("a{0}b{0,0}", "", []),
+    ("(?i)ǅ", "", ["ǆ", "Ǆ"]),
+    ("[^\\x00-\\x{10FFFF}]|x", "", ["x"]),
 ]
 
 
@@ -204,6 +225,7 @@ def test_glrm_bytes_agree_with_glrmask(pattern: str, flags: str) -> None:
         ("(?m)a", "", False), ("(?-u)a", "", False), ("(?i-i)a", "", False), ("a{", "", False), ("\\x{D800}", "", False),
         ("[\\d-z]", "", False), ("\\p{^Greek}", "", False), ("\\cA", "", False), ("\\p{ is lu }", "", False), ("\\e", "", False), ("\\0", "", False),
         ("é", "", True), ("\\u00e9", "", True), ("a", "u", True), ("[\\b]", "", False), ("(?i)*", "", False), ("(?P<n>a)(?P<n>b)", "", False),
+        ("[a-&&b]", "", False), ("[[]]", "", False), ("[[:alpha:]", "", False),
     ],
 )
 def test_both_refuse(pattern: str, flags: str, as_bytes: bool) -> None:

@@ -589,16 +589,15 @@ class _Parser:
             self.i += 1
             self._skip_class_space()
         current: list[Ranges] = []
-        # A ']' first is a literal; so are '-' characters first.
+        # A ']' first is a literal; otherwise so are the '-' characters first.
         if self.p.startswith("]", self.i):
             current.append(((0x5D, 0x5D),))
             self.i += 1
-        while True:
-            self._skip_class_space()
-            if not self.p.startswith("-", self.i) or self.p.startswith("--", self.i):
-                break
-            current.append(((0x2D, 0x2D),))
-            self.i += 1
+        else:
+            while self.p.startswith("-", self.i):
+                current.append(((0x2D, 0x2D),))
+                self.i += 1
+                self._skip_class_space()
         accumulated: Ranges | None = None
         operator = ""
         while True:
