@@ -12,7 +12,7 @@ from typing import Callable
 
 import pytest
 import regex
-from hypothesis import HealthCheck, assume, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from regex_support import node_fullmatch
 from structgen import Grammar, GrammarLimits, LimitError, RegexError
@@ -537,7 +537,8 @@ _LEAVES = [
     ("[]", "(?!)"),
     ("[^]", "(?s:.)"),
 ]
-_ALPHABET = ["a", "b", "c", "é", "😀", "-", ".", "/", "\n", "\r", " ", "0", "_", "A", "α", "\u2028", "\xa0", "\ufeff", "Π"]
+_ALPHABET = ["a", "b", "c", "é", "😀", "-", ".", "/", "\n", "\r", " ", "0", "_", "A", "α", "\u2028", "\xa0", "\ufeff",
+             "Π"]
 
 _QUANTIFIERS = ["*", "+", "?", "{2}", "{1,}", "{0,2}", "{1,3}", "*?", "+?", "??", "{0,1}?"]
 

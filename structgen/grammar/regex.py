@@ -197,7 +197,8 @@ def _repeat_terms(inner: _Terms, node: Repetition, pattern: str, memo: dict[ir.N
     if node.max == 0:
         return out or {_PLAIN: ir.EMPTY}
     can_skip = _nullable(edge, memo) or (plain != ir.NOTHING and _nullable(plain, memo))
-    others = _repeat_or_nothing(plain, 0 if can_skip else max(node.min - 1, 0), None if node.max is None else node.max - 1)
+    fewest = 0 if can_skip else max(node.min - 1, 0)
+    others = _repeat_or_nothing(plain, fewest, None if node.max is None else node.max - 1)
     body = _concat(edge, others) if key == (True, False) else _concat(others, edge)
     if body != ir.NOTHING:
         out[key] = body

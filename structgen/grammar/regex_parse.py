@@ -79,8 +79,11 @@ def parse_regex(
         raise ValueError(f"unknown regex flavor {flavor!r}; expected one of {', '.join(FLAVORS)}")
     if not isinstance(pattern, str):
         raise TypeError("a regex pattern must be str")
-    if len(pattern) > limits.max_source_bytes or len(pattern.encode("utf-8", "surrogatepass")) > limits.max_source_bytes:
-        raise LimitError(f"regex of {len(pattern)} characters is too long", limit="max_source_bytes", value=limits.max_source_bytes)
+    size = len(pattern.encode("utf-8", "surrogatepass")) if len(pattern) <= limits.max_source_bytes else len(pattern)
+    if size > limits.max_source_bytes:
+        raise LimitError(
+            f"regex of {len(pattern)} characters is too long", limit="max_source_bytes", value=limits.max_source_bytes
+        )
     return _Parser(pattern, flavor, flags, limits).parse()
 
 
@@ -284,8 +287,11 @@ class _Parser:
             elif not self.ecma and p.startswith(("P=", "P>"), self.i):
                 raise self.fail("backreferences and recursion (?P=...) are not supported", start)
             elif self.ecma:
-                what = {"P": "Python-style named groups (?P<name>...); write (?<name>...)", "#": "comment groups (?#...)",
-                        ">": "atomic groups (?>...)"}.get(p[self.i : self.i + 1], "inline modifiers and other (?...) groups")
+                what = {
+                    "P": "Python-style named groups (?P<name>...); write (?<name>...)",
+                    "#": "comment groups (?#...)",
+                    ">": "atomic groups (?>...)",
+                }.get(p[self.i : self.i + 1], "inline modifiers and other (?...) groups")
                 raise self.fail(f"{what} are not supported in ECMA-262 patterns", start)
             elif p.startswith("#", self.i):
                 raise self.fail("comment groups (?#...) are not supported", start)
@@ -570,9 +576,6 @@ class _Parser:
         self.i += 1
         return ord(self.p[self.i - 1])
 
-    def _skip_class_space(self) -> None:
-        self._skip_extended()
-
     def _class_rust(self, depth: int) -> Ranges:
         """A Rust bracket class at ``[``: unions, nested classes, POSIX classes and ``&& -- ~~``."""
         if depth > self.limits.max_nesting:
@@ -583,11 +586,11 @@ class _Parser:
             )
         start = self.i
         self.i += 1
-        self._skip_class_space()
+        self._skip_extended()
         negated = self.p.startswith("^", self.i)
         if negated:
             self.i += 1
-            self._skip_class_space()
+            self._skip_extended()
         current: list[Ranges] = []
         # A ']' first is a literal; otherwise so are the '-' characters first.
         if self.p.startswith("]", self.i):
@@ -597,11 +600,11 @@ class _Parser:
             while self.p.startswith("-", self.i):
                 current.append(((0x2D, 0x2D),))
                 self.i += 1
-                self._skip_class_space()
+                self._skip_extended()
         accumulated: Ranges | None = None
         operator = ""
         while True:
-            self._skip_class_space()
+            self._skip_extended()
             if self.i >= self.n:
                 raise self.fail("unclosed character class '['", start)
             c = self.p[self.i]
@@ -638,7 +641,7 @@ class _Parser:
     def _class_range_rust(self) -> Ranges:
         item_pos = self.i
         a = self._class_item_rust()
-        self._skip_class_space()
+        self._skip_extended()
         if not self.p.startswith("-", self.i):
             return a if not isinstance(a, int) else ((a, a),)
         after = self._skip_space_at(self.i + 1)
@@ -655,8 +658,7 @@ class _Parser:
     def _class_item_rust(self) -> int | Ranges:
         c = self.p[self.i]
         if c == "\\":
-            value = self._escape(in_class=True)
-            return value if isinstance(value, int) else value
+            return self._escape(in_class=True)
         if c == "[":
             raise self.fail("a nested class cannot be a range bound", self.i)
         if self.bytes and not c.isascii():

@@ -45,11 +45,6 @@ def symmetric_difference(a: Ranges, b: Ranges, upper: int = MAX_CODEPOINT) -> Ra
     return union(difference(a, b, upper), difference(b, a, upper))
 
 
-def chars(text: str) -> Ranges:
-    """The set of the characters in ``text``."""
-    return normalize_ranges([(ord(c), ord(c)) for c in text], MAX_CODEPOINT)
-
-
 # ---------------------------------------------------------------------------------------------
 # Fixed sets
 
@@ -287,7 +282,9 @@ def ecma_property(body: str) -> Ranges:
             return general_category(_GC_EXACT[value])
         if name in _SCRIPT_PROPS_EXACT:
             return script(value, _SCRIPT_PROPS_EXACT[name] == "scx")
-        raise PropertyError(f"unsupported Unicode property {name!r} (ECMA-262 allows General_Category, Script, Script_Extensions)")
+        raise PropertyError(
+            f"unsupported Unicode property {name!r} (ECMA-262 allows General_Category, Script, Script_Extensions)"
+        )
     if body in _GC_EXACT:
         return general_category(_GC_EXACT[body])
     if body in _BINARY_EXACT:
