@@ -139,9 +139,20 @@ class TransitionTable:
         A node whose configuration loops on every byte below it accepts its whole subtree at
         once (string bodies, digit runs): the walk never descends into it.
         """
+        return self.walk_ends(cid, trie, with_ends=False)[0]
+
+    def walk_ends(
+        self, cid: int, trie: TokenTrie, *, with_ends: bool = True
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Like :meth:`walk`, also giving each token's end configuration and a slack in bytes:
+        tokens accepted in bulk under a multi-byte-character loop may end inside a character,
+        up to 3 bytes short of the loop configuration they are reported with."""
+        empty = np.zeros(0, dtype=np.int32)
         if trie.depth == 0 or cid == DEAD:
-            return np.zeros(0, dtype=np.int32)
+            return empty, empty, empty
         pieces: list[np.ndarray] = []
+        end_pieces: list[np.ndarray] = []
+        slack_pieces: list[np.ndarray] = []
         nodes = np.arange(trie.level_byte[0].size, dtype=np.int64)
         parent_states = np.full(nodes.size, cid, dtype=np.int32)
         states = self.gather(parent_states, trie.level_byte[0])
@@ -167,9 +178,16 @@ class TransitionTable:
                 utf8 = np.asarray([self.utf8_loop(int(u)) for u in uniq])[inverse]
                 more = ~bulk[cand] & utf8 & trie.utf8_below[k][nodes[cand]] & ~outside[:, :2].any(axis=1)
                 bulk[cand] |= more
+                if with_ends:
+                    slack = np.zeros(nodes.size, dtype=np.int32)
+                    slack[cand[more]] = 3
             if bulk.any():
                 starts = trie.run_start[k][nodes[bulk]]
-                pieces.append(_ranges(starts, trie.run_end[k][nodes[bulk]] - starts))
+                counts = trie.run_end[k][nodes[bulk]] - starts
+                pieces.append(_ranges(starts, counts))
+                if with_ends:
+                    end_pieces.append(np.repeat(states[bulk], counts))
+                    slack_pieces.append(np.repeat(slack[bulk], counts))
                 keep = ~bulk
                 nodes = nodes[keep]
                 states = states[keep]
@@ -179,6 +197,9 @@ class TransitionTable:
             ends = tc > 0
             if ends.any():
                 pieces.append(_ranges(trie.tok_start[k][nodes[ends]], tc[ends]))
+                if with_ends:
+                    end_pieces.append(np.repeat(states[ends], tc[ends]))
+                    slack_pieces.append(np.zeros(int(tc[ends].sum()), dtype=np.int32))
             if k + 1 == trie.depth:
                 break
             counts = trie.child_count[k][nodes]
@@ -191,8 +212,11 @@ class TransitionTable:
             parent_states = np.repeat(states[has], counts)
             states = self.gather(parent_states, trie.level_byte[k + 1][nodes])
         if not pieces:
-            return np.zeros(0, dtype=np.int32)
-        return trie.sorted_ids[np.concatenate(pieces)]
+            return empty, empty, empty
+        ids = trie.sorted_ids[np.concatenate(pieces)]
+        if not with_ends:
+            return ids, empty, empty
+        return ids, np.concatenate(end_pieces), np.concatenate(slack_pieces)
 
 
 def _bits(mask: int) -> np.ndarray:
