@@ -24,7 +24,7 @@ from ..grammar.serialize import grammar_from_data, grammar_to_data
 from .configs import ConfigSystem
 from .limits import EngineLimits
 from .machines import Machines
-from .terms import BYTES_K, REPEAT_K, ALT_K, TermStore
+from .terms import ALT_K, BYTES_K, REPEAT_K, TermStore
 
 if TYPE_CHECKING:
     from ..vocab import Vocab

@@ -19,8 +19,15 @@ from ..errors import ConstraintError, GrammarError, LimitError
 from ..grammar import ir
 from ..grammar.grammar import Grammar
 from .configs import DEAD, ConfigSystem
+from .counters import (
+    CountedHead,
+    UnitCounts,
+    count_units,
+    counted_head,
+    filter_ids,
+    unit_automaton,
+)
 from .deep import deep_recursion
-from .counters import CountedHead, UnitCounts, count_units, counted_head, filter_ids, unit_automaton
 from .limits import DEFAULT_ENGINE_LIMITS, EngineLimits
 from .machines import Machines, build_machines, token_symbol
 from .masks import pack_ids, unpack, words_for

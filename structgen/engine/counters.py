@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .arrays import mask_to_bools, ranges
 from .terms import HAS_POSS, HAS_SETOP, HAS_SYM, NOTHING, REPEAT_K, SEQ_K, TermStore
 from .token_trie import TokenTrie
 
@@ -107,7 +108,7 @@ def unit_automaton(store: TermStore, x: int) -> np.ndarray | None:
                     index[d] = len(order)
                     order.append(d)
                 target = index[d]
-            row[_bits(part)] = target
+            row[mask_to_bools(part)] = target
         rows.append(row)
         i += 1
     return np.stack(rows)
@@ -129,7 +130,7 @@ def count_units(table: np.ndarray, trie: TokenTrie) -> UnitCounts:
         out = step == -1
         if out.any():
             starts = trie.run_start[k][nodes[out]]
-            ids = trie.sorted_ids[_ranges(starts, trie.run_end[k][nodes[out]] - starts)]
+            ids = trie.sorted_ids[ranges(starts, trie.run_end[k][nodes[out]] - starts)]
             leave[ids] = np.repeat(units[out], trie.run_end[k][nodes[out]] - starts)
         keep = step >= 0
         nodes, step, units = nodes[keep], step[keep], units[keep]
@@ -140,7 +141,7 @@ def count_units(table: np.ndarray, trie: TokenTrie) -> UnitCounts:
         tc = trie.tok_count[k][nodes]
         ends = tc > 0
         if ends.any():
-            ids = trie.sorted_ids[_ranges(trie.tok_start[k][nodes[ends]], tc[ends])]
+            ids = trie.sorted_ids[ranges(trie.tok_start[k][nodes[ends]], tc[ends])]
             stay[ids] = np.repeat(units[ends] + (state[ends] != 0), tc[ends])
         if k + 1 == trie.depth:
             break
@@ -151,7 +152,7 @@ def count_units(table: np.ndarray, trie: TokenTrie) -> UnitCounts:
         counts = counts[has]
         state = np.repeat(state[has], counts)
         units = np.repeat(units[has], counts)
-        nodes = _ranges(trie.child_start[k][nodes[has]], counts)
+        nodes = ranges(trie.child_start[k][nodes[has]], counts)
     return UnitCounts(stay, leave)
 
 
@@ -163,15 +164,3 @@ def filter_ids(ids: np.ndarray, counts: UnitCounts, head: CountedHead) -> np.nda
     big = np.iinfo(np.int32).max if head.hi is None else head.hi
     ok = ((s >= 0) & (s <= big)) | ((lv >= head.lo) & (lv <= big))
     return ids[ok]
-
-
-def _bits(mask: int) -> np.ndarray:
-    return np.unpackbits(np.frombuffer(mask.to_bytes(32, "little"), dtype=np.uint8), bitorder="little").astype(bool)
-
-
-def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    total = int(counts.sum())
-    if total == 0:
-        return np.zeros(0, dtype=np.int64)
-    offsets = np.cumsum(counts) - counts
-    return np.repeat(starts - offsets, counts) + np.arange(total, dtype=np.int64)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..grammar.utf8 import utf8_sequences
+from .arrays import mask_to_bools, ranges
 from .configs import DEAD, ConfigSystem
 from .token_trie import TokenTrie
 
@@ -64,7 +65,7 @@ class TransitionTable:
         masks = self._classes.get(cid)
         if masks is None:
             parts = self.system.byte_classes(cid)
-            masks = [_bits(p) for p in parts] if parts is not None else []
+            masks = [mask_to_bools(p) for p in parts] if parts is not None else []
             self._classes[cid] = masks
         return masks
 
@@ -184,7 +185,7 @@ class TransitionTable:
             if bulk.any():
                 starts = trie.run_start[k][nodes[bulk]]
                 counts = trie.run_end[k][nodes[bulk]] - starts
-                pieces.append(_ranges(starts, counts))
+                pieces.append(ranges(starts, counts))
                 if with_ends:
                     end_pieces.append(np.repeat(states[bulk], counts))
                     slack_pieces.append(np.repeat(slack[bulk], counts))
@@ -196,7 +197,7 @@ class TransitionTable:
             tc = trie.tok_count[k][nodes]
             ends = tc > 0
             if ends.any():
-                pieces.append(_ranges(trie.tok_start[k][nodes[ends]], tc[ends]))
+                pieces.append(ranges(trie.tok_start[k][nodes[ends]], tc[ends]))
                 if with_ends:
                     end_pieces.append(np.repeat(states[ends], tc[ends]))
                     slack_pieces.append(np.zeros(int(tc[ends].sum()), dtype=np.int32))
@@ -208,7 +209,7 @@ class TransitionTable:
                 break
             counts = counts[has]
             starts = trie.child_start[k][nodes[has]]
-            nodes = _ranges(starts, counts)
+            nodes = ranges(starts, counts)
             parent_states = np.repeat(states[has], counts)
             states = self.gather(parent_states, trie.level_byte[k + 1][nodes])
         if not pieces:
@@ -217,17 +218,3 @@ class TransitionTable:
         if not with_ends:
             return ids, empty, empty
         return ids, np.concatenate(end_pieces), np.concatenate(slack_pieces)
-
-
-def _bits(mask: int) -> np.ndarray:
-    """A 256-bit Python int as a bool array."""
-    return np.unpackbits(np.frombuffer(mask.to_bytes(32, "little"), dtype=np.uint8), bitorder="little").astype(bool)
-
-
-def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Concatenation of ``arange(s, s + c)`` for each pair, without a Python loop."""
-    total = int(counts.sum())
-    if total == 0:
-        return np.zeros(0, dtype=np.int64)
-    offsets = np.cumsum(counts) - counts
-    return np.repeat(starts - offsets, counts) + np.arange(total, dtype=np.int64)

@@ -8,7 +8,8 @@ text dialects live in their own modules and are reached through the classmethods
 from __future__ import annotations
 
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Iterable, Literal as Lit, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import Literal as Lit
 
 from ..errors import GrammarError
 from ..limits import DEFAULT_GRAMMAR_LIMITS, GrammarLimits

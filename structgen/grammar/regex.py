@@ -14,7 +14,17 @@ from __future__ import annotations
 from ..errors import RegexError
 from ..limits import DEFAULT_GRAMMAR_LIMITS, GrammarLimits
 from . import ir
-from .regex_ast import Alternation, Anchor, ByteSet, CharSet, Concat, Repetition, RegexNode, children, postorder
+from .regex_ast import (
+    Alternation,
+    Anchor,
+    ByteSet,
+    CharSet,
+    Concat,
+    RegexNode,
+    Repetition,
+    children,
+    postorder,
+)
 from .regex_parse import FLAVORS, parse_regex
 
 __all__ = ["FLAVORS", "regex_to_node"]

@@ -19,9 +19,17 @@ from dataclasses import dataclass, replace
 
 from ..errors import LimitError, RegexError
 from ..limits import DEFAULT_GRAMMAR_LIMITS, GrammarLimits
-from .ir import MAX_CODEPOINT, Ranges
 from . import regex_unicode as uni
-from .regex_ast import Alternation, Anchor, ByteSet, CharSet, Concat, Repetition, RegexNode
+from .ir import MAX_CODEPOINT, Ranges
+from .regex_ast import (
+    Alternation,
+    Anchor,
+    ByteSet,
+    CharSet,
+    Concat,
+    RegexNode,
+    Repetition,
+)
 
 FLAVORS = ("ecma", "glrm", "glrm-bytes")
 

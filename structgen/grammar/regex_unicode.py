@@ -13,9 +13,9 @@ exactly as written (its own tables), Rust regex matches them loosely (UAX #44 LM
 
 from __future__ import annotations
 
+import unicodedata
 from bisect import bisect_left, bisect_right
 from functools import lru_cache
-import unicodedata
 
 import regex as _regex_pkg
 
