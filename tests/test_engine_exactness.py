@@ -125,3 +125,17 @@ def test_counted_strings_with_escapes() -> None:
         }
     )
     assert _check(g, vocab, '{"a": "x\\n\\u00e9zz", "b": "Ünïcödé and \\"quotes\\" here"}', every=1) > 10
+
+
+def test_counted_pattern_strings() -> None:
+    """A pattern intersected with length bounds (how schema strings combine them): exact too."""
+    from structgen import Grammar
+    from structgen.grammar import ir
+
+    vocab = load_vocab("llama-bpe")
+    plain = ir.CharClass(((0, 31), (34, 34), (92, 92)), negated=True)
+    word = ir.plus(ir.char((97, 122), (48, 57), " "))
+    g = Grammar(
+        {"root": ir.seq(ir.lit('["'), ir.Intersection(word, ir.Repeat(plain, 3, 20)), ir.lit('"]'))}
+    )
+    assert _check(g, vocab, '["hello world 42"]', every=1) > 4
