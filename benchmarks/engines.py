@@ -42,6 +42,9 @@ class VocabData:
     eos_ids: list[int]
     primary_eos: int
     logit_width: int
+    #: SentencePiece byte-fallback tokens (``<0x22>``): a tokenizer uses them only for bytes no
+    #: other token spells, so the greedy fallback prefers any other token with the same bytes
+    byte_fallback: np.ndarray | None = None
     _index: dict[bytes, int] | None = field(default=None, repr=False)
     _longest: int = field(default=1, repr=False)
 
@@ -53,7 +56,8 @@ class VocabData:
         """Longest match over the text tokens (the fallback tokenizer)."""
         if self._index is None:
             index: dict[bytes, int] = {}
-            for i in np.flatnonzero(self.is_text).tolist():
+            fallback = self.byte_fallback if self.byte_fallback is not None else np.zeros(len(self.tokens), dtype=bool)
+            for i in np.flatnonzero(self.is_text & ~fallback).tolist() + np.flatnonzero(self.is_text & fallback).tolist():
                 index.setdefault(self.tokens[i], i)
             self._index = index
             self._longest = max(map(len, index)) if index else 1
@@ -80,12 +84,16 @@ def vocab_data(name: str, path: str) -> VocabData:
     buf = v.buffer.tobytes()
     off = v.offsets.tolist()
     tokens = [buf[off[i] : off[i + 1]] for i in range(v.n_tokens)]
-    meta = read_gguf_metadata(path, ["tokenizer.ggml.eos_token_id"])
+    meta = read_gguf_metadata(path, ["tokenizer.ggml.eos_token_id", "tokenizer.ggml.token_type"])
     eos = list(v.eos_token_ids)
     primary = int(meta.get("tokenizer.ggml.eos_token_id", eos[0] if eos else 0))
     if primary not in eos and eos:
         primary = eos[0]
-    return VocabData(name, path, tokens, np.asarray(v.is_text).copy(), dict(v.special_texts), eos, primary, v.logit_width)
+    types = meta.get("tokenizer.ggml.token_type")
+    byte_fallback = None
+    if types is not None and len(types) == v.n_tokens:
+        byte_fallback = np.asarray(types) == 6  # llama.cpp's LLAMA_TOKEN_TYPE_BYTE
+    return VocabData(name, path, tokens, np.asarray(v.is_text).copy(), dict(v.special_texts), eos, primary, v.logit_width, byte_fallback)
 
 
 def _timed(parts: dict[str, float], key: str, fn: Any, *args: Any, **kw: Any) -> Any:
