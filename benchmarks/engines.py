@@ -52,6 +52,14 @@ class VocabData:
     def words(self) -> int:
         return (self.logit_width + 31) // 32
 
+    def never_words(self) -> np.ndarray:
+        """Packed mask of the ids no engine may ever allow: special tokens other than the end
+        ids, empty tokens, and padding past the tokens."""
+        never = np.ones(self.words * 32, dtype=bool)
+        never[: len(self.tokens)] = ~self.is_text
+        never[self.eos_ids] = False
+        return np.packbits(never, bitorder="little").view(np.int32)
+
     def greedy_tokenize(self, data: bytes) -> list[int]:
         """Longest match over the text tokens (the fallback tokenizer)."""
         if self._index is None:

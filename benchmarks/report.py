@@ -35,7 +35,8 @@ def pct(a: np.ndarray, q: float) -> float | None:
 
 def summarise(res: dict[str, Any]) -> dict[str, Any]:
     """One job's result (from the worker) as flat figures; raw arrays dropped."""
-    out: dict[str, Any] = {k: res.get(k) for k in ("case", "group", "status", "error", "failures", "failed_walks", "walks_planned")}
+    keys = ("case", "group", "status", "error", "failures", "failed_walks", "walks_planned", "special_leaks", "leaked_ids")
+    out: dict[str, Any] = {k: res.get(k) for k in keys}
     out = {k: v for k, v in out.items() if v is not None}
     if "compile_s" in res:
         out["compile_ms"] = res["compile_s"] * 1e3
@@ -119,11 +120,20 @@ def table(headers: list[str], rows: list[list[Any]]) -> str:
 
 def status_cell(s: dict[str, Any]) -> str:
     st = s.get("status", "?")
+    leaks = f"; {s['special_leaks']} masks allowed special ids {s.get('leaked_ids')}" if s.get("special_leaks") else ""
+    return _status(s, st) + leaks
+
+
+def _status(s: dict[str, Any], st: str) -> str:
     if st == "ok":
         return "ok"
     if st == "rejected":
         f = (s.get("failures") or [{}])[0]
-        return f"REJECTED {s.get('failed_walks', 0)}/{s.get('walks_planned', 0)} walks (first: {f.get('spacing')} inst {f.get('instance')} tok {f.get('position')}/{f.get('tokens')} {f.get('token', '')[:20]}: {f.get('why')})"
+        after = (f.get("after") or "")[-16:].replace("|", "/").replace("\n", "\\n")
+        return (
+            f"REJECTED {s.get('failed_walks', 0)}/{s.get('walks_planned', 0)} walks (first: {f.get('spacing')} instance {f.get('instance')}, "
+            f"token {f.get('position')}/{f.get('tokens')} {f.get('token', '')[:20]} after `{after}`: {f.get('why')})"
+        )
     if st == "skipped":
         return "skipped (no JSON Schema translator)"
     err = (s.get("error") or "").replace("|", "/").replace("\n", " ")

@@ -49,6 +49,8 @@ class WalkLog:
         self.walks = 0
         self.tokens = 0
         self.failures: list[dict[str, Any]] = []
+        self.special_leaks = 0  #: masks that allowed a special (non-end) token or padding
+        self.leaked_ids: list[int] = []
 
     def arrays(self) -> dict[str, Any]:
         return {
@@ -59,11 +61,17 @@ class WalkLog:
             "walks": self.walks,
             "tokens": self.tokens,
             "failures": self.failures,
+            "special_leaks": self.special_leaks,
+            "leaked_ids": self.leaked_ids,
         }
 
 
-def run_walk(engine: Any, compiled: Any, walk: Any, eos: int, row: np.ndarray, log: WalkLog, vd: Any) -> int | None:
-    """Walk one instance; returns the first mask's time (start + fill, ns), None on failure."""
+def run_walk(
+    engine: Any, compiled: Any, walk: Any, eos: int, row: np.ndarray, log: WalkLog, vd: Any, never: np.ndarray | None = None
+) -> int | None:
+    """Walk one instance; returns the first mask's time (start + fill, ns), None on failure.
+
+    ``never``: packed ids no mask may contain (special tokens, padding); checked untimed."""
     now = time.perf_counter_ns
     mask_words = getattr(engine, "mask_words", None)
     ids = list(walk.ids) + [eos]
@@ -81,6 +89,12 @@ def run_walk(engine: Any, compiled: Any, walk: Any, eos: int, row: np.ndarray, l
         log.fill.append(dt)
         if first is None:
             first = t_start + dt
+        if never is not None:
+            leak = np.bitwise_and(row, never)
+            if leak.any():
+                log.special_leaks += 1
+                if not log.leaked_ids:
+                    log.leaked_ids = np.flatnonzero(np.unpackbits(leak.view(np.uint8), bitorder="little"))[:10].tolist()
         if mask_words is not None:
             t = now()
             mask_words(state)
@@ -138,21 +152,24 @@ def measure_job(engine: Any, job: Any, vd: Any, options: dict[str, Any], send: A
     send(("compiled", {"compile_s": result["compile_s"]}))
     row = np.zeros(vd.words, dtype=np.int32)
     eos = vd.primary_eos
+    never = vd.never_words()
     cold, warm = WalkLog(), WalkLog()
     if walks:
         gc.collect()
-        first = run_walk(engine, compiled, walks[0], eos, row, cold, vd)
+        first = run_walk(engine, compiled, walks[0], eos, row, cold, vd, never)
         result["first_mask_s"] = cold.start[0] / 1e9 + (cold.fill[0] / 1e9 if cold.fill else 0.0)
         del first
         for w in walks:
             gc.collect()
-            run_walk(engine, compiled, w, eos, row, warm, vd)
+            run_walk(engine, compiled, w, eos, row, warm, vd, never)
     result["cold"] = cold.arrays()
     result["warm"] = warm.arrays()
     failures = cold.failures + warm.failures
     result["status"] = "ok" if not failures else "rejected"
     result["failures"] = failures[:5]
     result["failed_walks"] = len(warm.failures)
+    result["special_leaks"] = cold.special_leaks + warm.special_leaks
+    result["leaked_ids"] = cold.leaked_ids or warm.leaked_ids
     gc.collect()
     result["rss_growth_bytes"] = rss_bytes() - rss0
     del compiled

@@ -74,6 +74,16 @@ def test_walk_records_refusals_without_raising() -> None:
     assert bad.failures[0]["position"] == 3 and bad.failures[0]["why"] == "commit refused"
 
 
+def test_walk_counts_masks_that_allow_special_tokens() -> None:
+    vd = tiny_vocab()
+    never = vd.never_words()
+    bits = np.unpackbits(never.view(np.uint8), bitorder="little")
+    assert bits[0] and not bits[9] and not bits[1] and bits[11:].all()  # special, EOS, text, padding
+    log = WalkLog()
+    run_walk(FakeEngine(), None, Walk(0, "default", [1, 2], 2, "greedy"), 9, np.zeros(vd.words, dtype=np.int32), log, vd, never)
+    assert log.special_leaks == 3 and log.leaked_ids[0] == 0
+
+
 def test_walk_checks_the_mask_before_committing() -> None:
     class NoEOS(FakeEngine):
         def fill(self, state: list[int], row: np.ndarray) -> None:
@@ -125,6 +135,7 @@ def test_end_to_end_small_run(tmp_path: pathlib.Path) -> None:
     assert rows["any_json"]["structgen"]["status"] == "ok"
     assert rows["any_json"]["glrmask"]["status"] == "ok"
     assert rows["enum"]["glrmask"]["status"] == "ok"
+    assert not rows["any_json"]["structgen"]["special_leaks"] and not rows["enum"]["glrmask"]["special_leaks"]
     if not out["structgen_schema_translator"]:
         assert rows["enum"]["structgen"]["status"] == "skipped"
     for key in ("compile_ms", "first_mask_us", "cold_p50_us", "warm_p99_us", "warm_mask_words_p50_us", "commit_p50_us"):
