@@ -235,10 +235,10 @@ def print_report(out: dict[str, Any]) -> None:
             if eng == "common_schemas":
                 continue
             c, a = d["counts"], d["all_ok"]
-            rows.append([eng, c["ok"], c["rejected"], c["compile_error"], c["timeout"], c["crash"] + c["worker_error"],
+            rows.append([eng, c["ok"], c["rejected"], c["compile_error"], c["timeout"], c["crash"] + c["worker_error"], c["skipped"],
                          a.get("compile_ms_p50"), a.get("compile_ms_p90"), a.get("compile_ms_max"), a.get("first_mask_us_p50"),
                          a.get("cold_p50_us"), a.get("cold_p99_us"), a.get("cold_max_us"), a.get("warm_p50_us"), a.get("warm_p99_us"), a.get("warm_max_us"), a.get("commit_p50_us")])
-        p(report.table(["engine", "passed", "valid rejected", "compile error", "timeout", "crash", "compile p50 ms", "compile p90 ms", "compile max ms",
+        p(report.table(["engine", "passed", "valid rejected", "compile error", "timeout", "crash", "skipped", "compile p50 ms", "compile p90 ms", "compile max ms",
                         "first mask p50 µs", "cold p50", "cold p99", "cold max", "warm p50", "warm p99", "warm max", "commit p50"], rows))
         p(f"\nFigures over each engine's own passed schemas. On the {pooled['common_schemas']} schemas every engine passed:\n")
         rows = []
@@ -309,8 +309,10 @@ def print_ratios(out: dict[str, Any]) -> None:
                 row.append(cell)
                 if r is not None:
                     cols[k].append(r)
-            rows.append(row)
+            if any(c != "–" for c in row[1:]):
+                rows.append(row)
         if not rows:
+            print(f"\n### {vocab}: no schema where structgen and a peer both passed")
             continue
         rows.append(["**geometric mean**"] + [report.fmt(report.geomean(cols[k])) for k in report.RATIO_MEASURES])
         print(f"\n### {vocab}\n")
