@@ -130,6 +130,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         jobs = build_jobs(cases, tok) + (build_jobs(mb_cases, tok) if vocab in mb_vocabs else [])
         walks = [w for j in jobs for w in j.walks]
         out["tokens"][vocab] = {
+            "load_at_start": os.getloadavg()[0],
             "walks": len(walks),
             "tokens": sum(len(w.ids) for w in walks),
             "bytes": sum(w.text_bytes for w in walks),
@@ -212,8 +213,11 @@ def print_report(out: dict[str, Any]) -> None:
       "Per-token times are the packed fill of one int32 mask row (structgen: `State.fill_bitmask`; peers: their packed fill); "
       "structgen's `mask_words()` alone is in the JSON output (`warm_mask_words_*`).")
     p("\n## Tokens walked\n")
-    rows = [[v, t["walks"], t["tokens"], t["bytes"], ", ".join(f"{k} {n}" for k, n in t["tokenizer"].items() if n)] for v, t in out["tokens"].items()]
-    p(report.table(["vocabulary", "walks", "tokens", "bytes", "tokenised by"], rows))
+    rows = [
+        [v, t["walks"], t["tokens"], t["bytes"], ", ".join(f"{k} {n}" for k, n in t["tokenizer"].items() if n), t.get("load_at_start")]
+        for v, t in out["tokens"].items()
+    ]
+    p(report.table(["vocabulary", "walks", "tokens", "bytes", "tokenised by", "1-min load when its engines started"], rows))
     print_prepare(out)
     for vocab, per_case in out["schemas"].items():
         if not per_case:
