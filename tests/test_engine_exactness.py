@@ -157,3 +157,29 @@ def test_counted_strings_small_vocab() -> None:
     escape = ir.seq(ir.lit("\\"), ir.char('"', "\\", "n"))
     g = Grammar({"root": ir.seq(ir.lit('{"a": "'), ir.Repeat(ir.alt(plain, escape), 1, 6), ir.lit('"}'))})
     assert _check(g, vocab, '{"a": "é\\nb\\"c"}', every=1) > 5
+
+
+def test_counted_pattern_that_needs_a_last_character() -> None:
+    """Regression: ``[a-z ]+[0-9]`` with at most 12 characters must leave room for the digit
+    (a 12-letter token is not allowed after the opening quote)."""
+    from structgen import Grammar
+    from structgen.grammar import ir
+
+    vocab = load_vocab("llama-spm")
+    plain = ir.CharClass(((0, 31), (34, 34), (92, 92)), negated=True)
+    pattern = ir.seq(ir.plus(ir.char((97, 122), " ")), ir.char((48, 57)))
+    g = Grammar({"root": ir.seq(ir.lit('"'), ir.Intersection(pattern, ir.Repeat(plain, 0, 12)), ir.lit('"'))})
+    assert _check(g, vocab, '"abc de7"', every=1) > 3
+
+
+def test_number_before_an_intersection() -> None:
+    """Regression: emptiness searches no longer start nested searches (was a LimitError)."""
+    from structgen import Grammar
+    from structgen.grammar import ir
+
+    vocab = load_vocab("llama-spm")
+    digits = ir.char((48, 57))
+    g = Grammar(
+        {"root": ir.seq(ir.plus(digits), ir.star(digits), ir.Intersection(ir.plus(ir.char((97, 122))), ir.Repeat(ir.ANY_CHAR, 1, 3)))}
+    )
+    assert _check(g, vocab, "12ab", every=1) > 2
