@@ -32,7 +32,7 @@ NOTHING = ir.NOTHING
 EMPTY = ir.EMPTY
 
 #: Default bound on DFA states built for one regular language.
-DEFAULT_MAX_STATES = 20_000
+DEFAULT_MAX_STATES = 50_000
 
 _SURROGATE_LO, _SURROGATE_HI = ir.SURROGATES
 _END = ir.MAX_CODEPOINT + 1
@@ -49,11 +49,16 @@ class CodepointTerms:
         self._deriv: dict[tuple[ir.Node, int], ir.Node] = {}
         self._bounds: dict[ir.Node, frozenset[int]] = {}
         self._text: dict[bytes, str] = {}
+        # hash-consing: structurally equal terms become one object, so the many dictionary
+        # lookups below compare by identity instead of walking trees
+        self._interned: dict[ir.Node, ir.Node] = {}
+
+    def intern(self, n: ir.Node) -> ir.Node:
+        return self._interned.setdefault(n, n)
 
     # -- canonical constructors ---------------------------------------------------------------
 
-    @staticmethod
-    def cat(a: ir.Node, b: ir.Node) -> ir.Node:
+    def cat(self, a: ir.Node, b: ir.Node) -> ir.Node:
         if a == NOTHING or b == NOTHING:
             return NOTHING
         if a == EMPTY:
@@ -62,10 +67,9 @@ class CodepointTerms:
             return a
         left = a.items if isinstance(a, ir.Seq) else (a,)
         right = b.items if isinstance(b, ir.Seq) else (b,)
-        return ir.Seq(left + right)
+        return self.intern(ir.Seq(left + right))
 
-    @staticmethod
-    def union(items: list[ir.Node]) -> ir.Node:
+    def union(self, items: list[ir.Node]) -> ir.Node:
         flat: set[ir.Node] = set()
         for it in items:
             if isinstance(it, ir.Alt):
@@ -76,7 +80,7 @@ class CodepointTerms:
             return NOTHING
         if len(flat) == 1:
             return next(iter(flat))
-        return ir.Alt(tuple(sorted(flat, key=hash)))
+        return self.intern(ir.Alt(tuple(sorted(flat, key=hash))))
 
     # -- text of literals ---------------------------------------------------------------------
 
@@ -169,7 +173,7 @@ class CodepointTerms:
         if isinstance(n, ir.Literal):
             text = self._chars(n) if n.data else ""
             if text and ord(text[0]) == c:
-                r = ir.Literal(text[1:].encode("utf-8")) if len(text) > 1 else EMPTY
+                r = self.intern(ir.Literal(text[1:].encode("utf-8"))) if len(text) > 1 else EMPTY
             else:
                 r = NOTHING
         elif isinstance(n, ir.CharClass):
@@ -179,7 +183,7 @@ class CodepointTerms:
                 r = NOTHING
             else:
                 head = n.items[0]
-                rest = ir.Seq(n.items[1:]) if len(n.items) > 2 else (n.items[1] if len(n.items) == 2 else EMPTY)
+                rest = self.intern(ir.Seq(n.items[1:])) if len(n.items) > 2 else (n.items[1] if len(n.items) == 2 else EMPTY)
                 parts = [self.cat(self.deriv(head, c), rest)]
                 if self.nullable(head):
                     parts.append(self.deriv(rest, c))
@@ -197,7 +201,7 @@ class CodepointTerms:
                 elif (lo, hi) == (1, 1):
                     tail = n.item
                 else:
-                    tail = ir.Repeat(n.item, lo, hi)
+                    tail = self.intern(ir.Repeat(n.item, lo, hi))
                 r = self.cat(self.deriv(n.item, c), tail)
         elif isinstance(n, ir.Ref):
             r = self.deriv(self._rule(n.name), c)
@@ -207,11 +211,11 @@ class CodepointTerms:
                 r = NOTHING
             else:
                 right = self.deriv(n.right, c)
-                r = left if right == NOTHING else ir.Difference(left, right)
+                r = left if right == NOTHING else self.intern(ir.Difference(left, right))
         elif isinstance(n, ir.Intersection):
             left = self.deriv(n.left, c)
             right = self.deriv(n.right, c) if left != NOTHING else NOTHING
-            r = NOTHING if right == NOTHING else (left if left == right else ir.Intersection(left, right))
+            r = NOTHING if right == NOTHING else (left if left == right else self.intern(ir.Intersection(left, right)))
         else:
             raise _refuse(n)
         self._deriv[key] = r
@@ -275,7 +279,7 @@ class DFA:
         return self.accepting[s]  # type: ignore[index]
 
     def is_empty(self) -> bool:
-        return not self.trim().accepting
+        return not any(self.trim().accepting)
 
     def trim(self) -> DFA:
         """The same language without states that cannot be reached or cannot reach acceptance."""
@@ -305,44 +309,66 @@ class DFA:
             return out
         order = _bfs_order(self, live)
         index = {s: i for i, s in enumerate(order)}
-        for s in order:
-            out.add_state(self.accepting[s])
-        for s in order:
-            out.transitions[index[s]] = _merge([(lo, hi, index[t]) for lo, hi, t in self.transitions[s] if t in live])
+        out.accepting = [self.accepting[s] for s in order]
+        # dropping transitions keeps the lists sorted and merged
+        out.transitions = [[(lo, hi, index[t]) for lo, hi, t in self.transitions[s] if t in index] for s in order]
         return out
 
     def intersect(self, other: DFA, *, max_states: int = DEFAULT_MAX_STATES) -> DFA:
         """The product automaton for the intersection of both languages."""
+        return self._product(other, difference=False, max_states=max_states)
+
+    def difference(self, other: DFA, *, max_states: int = DEFAULT_MAX_STATES) -> DFA:
+        """The product automaton for the strings of this language that are not in ``other``."""
+        return self._product(other, difference=True, max_states=max_states)
+
+    def _product(self, other: DFA, *, difference: bool, max_states: int) -> DFA:
         out = DFA()
         index: dict[tuple[int, int], int] = {}
-        todo: deque[tuple[int, int]] = deque()
+        todo: list[tuple[int, int]] = []
+        dead = -1  # `other` has no transition: its implicit dead state
 
         def state(pair: tuple[int, int]) -> int:
             i = index.get(pair)
             if i is None:
                 if len(index) >= max_states:
-                    raise LimitError("the product automaton has too many states", limit="max_states", value=max_states)
-                i = out.add_state(self.accepting[pair[0]] and other.accepting[pair[1]])
+                    raise LimitError(
+                        f"the product automaton needs more than {max_states} states", limit="max_states", value=max_states
+                    )
+                a, b = pair
+                b_accepts = b != dead and other.accepting[b]
+                i = out.add_state(self.accepting[a] and (not b_accepts if difference else b_accepts))
                 index[pair] = i
                 todo.append(pair)
             return i
 
         out.start = state((self.start, other.start))
         while todo:
-            a, b = todo.popleft()
+            a, b = todo.pop()
             src = index[(a, b)]
+            ta = self.transitions[a]
             trans: Transitions = []
-            ta, tb = self.transitions[a], other.transitions[b]
-            i = j = 0
-            while i < len(ta) and j < len(tb):
-                lo = max(ta[i][0], tb[j][0])
-                hi = min(ta[i][1], tb[j][1])
-                if lo <= hi:
-                    trans.append((lo, hi, state((ta[i][2], tb[j][2]))))
-                if ta[i][1] < tb[j][1]:
-                    i += 1
-                else:
-                    j += 1
+            if b == dead:
+                trans = [(lo, hi, state((t, dead))) for lo, hi, t in ta]
+            else:
+                tb = other.transitions[b]
+                j = 0
+                for lo, hi, t in ta:
+                    cur = lo
+                    while j < len(tb) and tb[j][1] < cur:
+                        j += 1
+                    k = j
+                    while cur <= hi:
+                        if k < len(tb) and tb[k][0] <= cur:
+                            top = min(hi, tb[k][1])
+                            trans.append((cur, top, state((t, tb[k][2]))))
+                            cur = top + 1
+                            k += 1
+                        else:
+                            top = hi if k >= len(tb) else min(hi, tb[k][0] - 1)
+                            if difference:
+                                trans.append((cur, top, state((t, dead))))
+                            cur = top + 1
             out.transitions[src] = _merge(trans)
         return out
 
@@ -420,7 +446,7 @@ class DFA:
                 [(lo, hi, numbering[block_of[t]]) for lo, hi, t in d.transitions[s] if block_of[t] != dead_block]
             )
         out.start = numbering[block_of[d.start]]
-        return out.trim()
+        return out
 
 
 def _merge(trans: Transitions) -> Transitions:
@@ -442,7 +468,7 @@ def _bfs_order(d: DFA, keep: set[int]) -> list[int]:
     seen = {d.start}
     i = 0
     while i < len(order):
-        for _lo, _hi, t in sorted(d.transitions[order[i]]):
+        for _lo, _hi, t in d.transitions[order[i]]:  # sorted by code point already
             if t in keep and t not in seen:
                 seen.add(t)
                 order.append(t)
@@ -457,8 +483,31 @@ def node_to_dfa(
     max_states: int = DEFAULT_MAX_STATES,
     terms: CodepointTerms | None = None,
 ) -> DFA:
-    """The DFA of a regular node (not minimised; dead states dropped), by derivatives."""
+    """The DFA of a regular node (not minimised; dead states dropped).
+
+    An intersection or difference at the top is built as the product of its operands' minimal
+    DFAs (integer work, much cheaper than derivatives of the product terms); everything else by
+    derivatives.
+    """
     t = terms or CodepointTerms(rules)
+    return _node_to_dfa(node, t, max_states, 0)
+
+
+#: Nested set operations handled as products before falling back to derivatives of the whole.
+_MAX_PRODUCT_DEPTH = 50
+
+
+def _node_to_dfa(node: ir.Node, t: CodepointTerms, max_states: int, depth: int) -> DFA:
+    seen_refs = 0
+    while isinstance(node, ir.Ref) and seen_refs < 1000:
+        node = t._rule(node.name)  # noqa: SLF001 - same module
+        seen_refs += 1
+    if isinstance(node, (ir.Intersection, ir.Difference)) and depth < _MAX_PRODUCT_DEPTH:
+        left = _node_to_dfa(node.left, t, max_states, depth + 1).minimize()
+        right = _node_to_dfa(node.right, t, max_states, depth + 1).minimize()
+        if isinstance(node, ir.Intersection):
+            return left.intersect(right, max_states=max_states)
+        return left.difference(right, max_states=max_states)
     out = DFA()
     index: dict[ir.Node, int] = {}
     todo: deque[ir.Node] = deque()

@@ -13,7 +13,7 @@ Each character ``c`` becomes "any way JSON may write ``c``":
   those raw);
 * its two-character escape where it has one: ``\\" \\\\ \\/ \\b \\f \\n \\r \\t``;
 * ``\\uXXXX`` with hexadecimal digits in either case, for every character of the Basic
-  Multilingual Plane except, by default, the ASCII characters JSON allows raw (U+0020-U+007F
+  Multilingual Plane except, by default, the printable ASCII characters (U+0020-U+007E
   other than ``"`` and ``\\``): those are written as themselves (``ascii_escapes=True`` accepts
   ``\\u0041`` for ``A`` too; the default is a departure no mainstream serialiser notices, and
   it keeps grammars for formats and patterns, which are mostly ASCII, several times smaller);
@@ -46,7 +46,7 @@ RAW_ALLOWED: ir.Ranges = ir.subtract_ranges(((0x20, ir.MAX_CODEPOINT),), ((0x22,
 
 _BMP_SCALARS: ir.Ranges = ((0, 0xD7FF), (0xE000, 0xFFFF))
 #: BMP characters that get a ``\\uXXXX`` form when ASCII escapes are off.
-_BMP_ESCAPED: ir.Ranges = ((0, 0x1F), (0x22, 0x22), (0x5C, 0x5C), (0x80, 0xD7FF), (0xE000, 0xFFFF))
+_BMP_ESCAPED: ir.Ranges = ((0, 0x1F), (0x22, 0x22), (0x5C, 0x5C), (0x7F, 0xD7FF), (0xE000, 0xFFFF))
 
 
 def _hex4(lo: int, hi: int) -> ir.Node:
