@@ -88,9 +88,11 @@ def check_uuid(s: str) -> bool:
     return re.fullmatch(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}", s) is not None
 
 
-def check_hostname(s: str) -> bool:
+def check_hostname(s: str, *, international: bool = False) -> bool:
     if not 1 <= len(s) <= 253:
         return False
+    if international:
+        s = re.sub("[\u3002\uff0e\uff61]", ".", s)
     for label in s.split("."):
         if not re.fullmatch(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?", label):
             return False
@@ -107,14 +109,14 @@ def check_email(s: str, *, international: bool = False) -> bool:
     extra = r"\u0080-\U0010ffff" if international else ""
     atom = rf"[{_ATEXT}{extra}]+"
     local = rf"(?:{atom}(?:\.{atom})*|\"(?:[{_QTEXT}{extra}]|\\[\x20-\x7e])*\")"
-    m = re.fullmatch(rf"({local})@(.*)", s, re.S)
+    m = re.fullmatch(rf"({local})@(.*)", s, re.DOTALL)
     if not m:
         return False
     domain = m[2]
     sub = r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
     if re.fullmatch(rf"{sub}(?:\.{sub})*", domain):
         return True
-    lit = re.fullmatch(r"\[(.*)\]", domain, re.S)
+    lit = re.fullmatch(r"\[(.*)\]", domain, re.DOTALL)
     if not lit:
         return False
     body = lit[1]
@@ -139,7 +141,7 @@ def check_reference(s: str, *, absolute: bool, relative: bool, international: bo
     """RFC 3986 URI / URI-reference, RFC 3987 IRI / IRI-reference, by splitting then checking parts."""
     unres = r"A-Za-z0-9\-._~" + (_UCS if international else "")
     pchar = rf"(?:[{unres}{_SUB}:@]|{_PCT})"
-    m = re.fullmatch(r"(?:([^:/?#]+):)?(?://([^/?#]*))?([^?#]*)(?:\?([^#]*))?(?:#(.*))?", s, re.S)
+    m = re.fullmatch(r"(?:([^:/?#]+):)?(?://([^/?#]*))?([^?#]*)(?:\?([^#]*))?(?:#(.*))?", s, re.DOTALL)
     if not m:
         return False
     scheme, authority, path, query, fragment = m.groups()
@@ -179,12 +181,12 @@ def check_reference(s: str, *, absolute: bool, relative: bool, international: bo
         if path.startswith("/") and len(path) > 1 and path[1] == "/":
             return False
     segments = path.split("/")
-    if not all(re.fullmatch(rf"{pchar}*", seg, re.S) for seg in segments):
+    if not all(re.fullmatch(rf"{pchar}*", seg, re.DOTALL) for seg in segments):
         return False
     query_extra = _PRIVATE if international else ""
-    if query is not None and not re.fullmatch(rf"(?:{pchar}|[/?{query_extra}])*", query, re.S):
+    if query is not None and not re.fullmatch(rf"(?:{pchar}|[/?{query_extra}])*", query, re.DOTALL):
         return False
-    if fragment is not None and not re.fullmatch(rf"(?:{pchar}|[/?])*", fragment, re.S):
+    if fragment is not None and not re.fullmatch(rf"(?:{pchar}|[/?])*", fragment, re.DOTALL):
         return False
     return True
 
@@ -198,11 +200,11 @@ def check_uri_template(s: str) -> bool:
 
 
 def check_json_pointer(s: str) -> bool:
-    return s == "" or (s.startswith("/") and re.fullmatch(r"(?:/(?:[^/~]|~[01])*)*", s, re.S) is not None)
+    return s == "" or (s.startswith("/") and re.fullmatch(r"(?:/(?:[^/~]|~[01])*)*", s, re.DOTALL) is not None)
 
 
 def check_relative_json_pointer(s: str) -> bool:
-    m = re.fullmatch(r"(0|[1-9][0-9]*)(.*)", s, re.S | A)
+    m = re.fullmatch(r"(0|[1-9][0-9]*)(.*)", s, re.DOTALL | A)
     return bool(m) and (m[2] == "#" or check_json_pointer(m[2]))
 
 
@@ -215,7 +217,7 @@ CHECKS = {
     "ipv6": check_ipv6,
     "uuid": check_uuid,
     "hostname": check_hostname,
-    "idn-hostname": check_hostname,
+    "idn-hostname": lambda s: check_hostname(s, international=True),
     "email": check_email,
     "idn-email": lambda s: check_email(s, international=True),
     "uri": lambda s: check_reference(s, absolute=True, relative=False, international=False),

@@ -5,21 +5,22 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import re
 from datetime import timedelta, timezone
-from functools import lru_cache
+from functools import cache
 
 import pytest
+from format_checks import CHECKS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from format_checks import CHECKS
 from structgen import Grammar, SchemaError
 from structgen.grammar.lowering import lower_set_operations
 from structgen.schema.formats import FORMATS, format_node
 from structgen.schema.strings import string_node
 
 
-@lru_cache(maxsize=None)
+@cache
 def format_grammar(name: str) -> Grammar:
     return Grammar({"root": string_node(format=name)}, "root")
 
@@ -34,8 +35,8 @@ def departure(name: str, value: str) -> bool:
     """Valid strings that structgen rejects on purpose (documented in docs/json-schema-scalars.md)."""
     if name in ("hostname", "idn-hostname") and any(label[2:4] == "--" for label in value.split(".")):
         return True  # Punycode A-labels
-    if name == "idn-hostname" and not value.isascii():
-        return True  # U-labels and non-ASCII label separators
+    if name == "idn-hostname" and not re.sub("[\u3002\uff0e\uff61]", ".", value).isascii():
+        return True  # U-labels
     if name == "idn-email" and not value.rpartition("@")[2].isascii():
         return True  # internationalised domain names
     return False
@@ -185,6 +186,7 @@ SEEDS = {
     "ipv6": (["::1", "1:2:3:4:5:6:7:8", "::ffff:192.168.0.1", "fe80::a:b", "1::"], "0123456789abcdefABCDEF:."),
     "uuid": (["2eb8aa08-aa98-11ea-b4aa-73b441d16380"], "0123456789abcdefgABCDEF-"),
     "hostname": (["www.example.com", "a-b.c", "xn--a.b", "a" * 63], "abcxyz019-."),
+    "idn-hostname": (["www.example.com", "a\u3002b\uff0ec", "a" * 63], "abcxyz019-.\u3002\uff61é"),
     "email": (['joe.bloggs@example.com', '"a b"@x.org', "a@[1.2.3.4]", "a@[IPv6:1::2]", "a!#@b-c.d"], 'abc09.@"\\ []:-!#IPv6'),
     "idn-email": (["δοκιμή@example.com", '"é"@a.b'], 'aé.@"\\-δ'),
     "uri": (["http://a.b/c?d#e", "urn:x:y", "http://[::1]:80/", "ftp://u:p@h/%20", "http://[v1.x]"], "ahtp:/?#[]@%20.-v:é"),

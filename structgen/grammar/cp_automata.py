@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 
 from ..errors import GrammarError, LimitError
 from . import ir
@@ -390,12 +390,12 @@ class DFA:
                 while a < symbol_count and points[a] <= hi:
                     delta[s][a] = t
                     a += 1
-        preds: list[dict[int, list[int]]] = [dict() for _ in range(n + 1)]
+        preds: list[dict[int, list[int]]] = [{} for _ in range(n + 1)]
         for s in range(n + 1):
             row = delta[s]
             for a in range(symbol_count):
                 preds[row[a]].setdefault(a, []).append(s)
-        accepting = set(i for i in range(n) if d.accepting[i])
+        accepting = {i for i in range(n) if d.accepting[i]}
         rejecting = set(range(n + 1)) - accepting
         blocks: list[set[int]] = [accepting] + ([rejecting] if rejecting else [])
         block_of = [0] * (n + 1)
@@ -500,7 +500,7 @@ _MAX_PRODUCT_DEPTH = 50
 def _node_to_dfa(node: ir.Node, t: CodepointTerms, max_states: int, depth: int) -> DFA:
     seen_refs = 0
     while isinstance(node, ir.Ref) and seen_refs < 1000:
-        node = t._rule(node.name)  # noqa: SLF001 - same module
+        node = t._rule(node.name)
         seen_refs += 1
     if isinstance(node, (ir.Intersection, ir.Difference)) and depth < _MAX_PRODUCT_DEPTH:
         left = _node_to_dfa(node.left, t, max_states, depth + 1).minimize()

@@ -15,8 +15,8 @@ happens: ``(pattern) & .{0,100000}`` needs 100,000 states).
 
 from __future__ import annotations
 
-from .cp_automata import DEFAULT_MAX_STATES, CodepointTerms, dfa_rules, node_to_dfa
 from . import ir
+from .cp_automata import DEFAULT_MAX_STATES, CodepointTerms, dfa_rules, node_to_dfa
 from .grammar import Grammar
 
 

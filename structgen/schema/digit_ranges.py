@@ -10,7 +10,7 @@ so that the tree depth stays constant however many digits a bound has. Runs of t
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from ..grammar import ir
 

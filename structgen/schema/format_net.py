@@ -11,9 +11,10 @@
   Labels with ``--`` in their third and fourth characters are refused: RFC 5891 reserves them, and
   the only valid ones, Punycode A-labels (``xn--``), cannot be checked by a regular language
   (decoding and IDNA2008 validity). Departure: valid A-labels are rejected.
-* ``idn-hostname``: the same language (departure: only the ASCII, NR-LDH subset of RFC 5890 is
-  accepted; U-labels and A-labels are rejected, since their IDNA2008 and Bidi rules and the
-  63-octet limit on the Punycode form are not expressed here).
+* ``idn-hostname``: ASCII (NR-LDH) labels as for ``hostname``, separated by any of the four IDN
+  full stops (``.`` U+3002 U+FF0E U+FF61). Departure: U-labels and A-labels are rejected, since
+  their IDNA2008 and Bidi rules and the 63-octet limit on the Punycode form are not expressed
+  here.
 * ``email``: RFC 5321 ``Mailbox``: a dot-atom or quoted-string local part, then ``@`` and a domain
   (``sub-domain *("." sub-domain)``) or an IPv4 / ``IPv6:`` address literal. Departure: the
   general address literal (``[tag:content]``) is rejected. The ABNF has no length limits, and
@@ -29,7 +30,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from ..grammar import ir
-from .charsets import ALNUM, ALPHA, DIGIT, HEXDIG, caseless, cc, rep, rep_open
+from .charsets import ALNUM, DIGIT, HEXDIG, caseless, cc, rep, rep_open
 
 #: RFC 3986 dec-octet: 0-255 without leading zeros.
 DEC_OCTET = ir.alt(
@@ -93,11 +94,17 @@ def hostname_label() -> ir.Node:
     )
 
 
-@lru_cache(maxsize=1)
-def hostname() -> ir.Node:
-    """Dot-separated labels, 253 characters at most."""
+#: Label separators of internationalised host names (RFC 3490 section 3.1): full stop, ideographic
+#: full stop, fullwidth full stop, halfwidth ideographic full stop.
+IDN_SEPARATORS = cc(".\u3002\uff0e\uff61")
+
+
+@lru_cache(maxsize=2)
+def hostname(international: bool = False) -> ir.Node:
+    """Dot-separated labels, 253 characters at most (``international``: the IDN separators too)."""
     label = hostname_label()
-    names = ir.seq(label, ir.star(ir.seq(ir.lit("."), label)))
+    separator = IDN_SEPARATORS if international else ir.lit(".")
+    names = ir.seq(label, ir.star(ir.seq(separator, label)))
     return ir.Intersection(names, ir.repeat(ir.ANY_CHAR, 1, MAX_HOSTNAME_LENGTH))
 
 
@@ -141,4 +148,3 @@ def uuid() -> ir.Node:
     return ir.seq(*out)
 
 
-__all__ = ["ALPHA", "DEC_OCTET", "IPV4", "email", "hostname", "hostname_label", "ipv6", "uuid"]

@@ -15,7 +15,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from ..grammar import ir
-from .charsets import ALPHA, DIGIT, HEXDIG, caseless, cc, rep_open
+from .charsets import ALPHA, DIGIT, HEXDIG, cc, rep_open
 from .format_net import IPV4, ipv6
 
 _PCT = ir.seq(ir.lit("%"), HEXDIG, HEXDIG)
@@ -125,4 +125,3 @@ def relative_json_pointer() -> ir.Node:
     return ir.seq(integer, ir.alt(ir.lit("#"), json_pointer()))
 
 
-__all__ = ["IPRIVATE", "UCSCHAR", "caseless", "iri", "iri_reference", "json_pointer", "relative_json_pointer", "uri", "uri_reference", "uri_template"]

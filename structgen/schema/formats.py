@@ -11,8 +11,8 @@ some valid ones are rejected); the notes say which. A strict caller can refuse t
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from ..errors import SchemaError
 from ..grammar import ir
@@ -42,7 +42,9 @@ FORMATS: dict[str, FormatInfo] = {
     "hostname": FormatInfo(
         net.hostname, False, "RFC 1123; labels with '--' in positions 3-4 (including Punycode xn-- labels) rejected"
     ),
-    "idn-hostname": FormatInfo(net.hostname, False, "ASCII host names only (same language as hostname)"),
+    "idn-hostname": FormatInfo(
+        lambda: net.hostname(True), False, "ASCII labels only, with the four IDN full stops as separators"
+    ),
     "email": FormatInfo(net.email, False, "RFC 5321 Mailbox; general address literals [tag:...] rejected"),
     "idn-email": FormatInfo(
         lambda: net.email(True), False, "RFC 6531 local parts; ASCII domains only; general address literals rejected"

@@ -139,7 +139,7 @@ def encode_chars(node: ir.Node, *, ascii_escapes: bool = False) -> ir.Node:
         elif isinstance(n, ir.Difference):
             out = ir.Difference(new[0], new[1])
         else:
-            raise ValueError(f"{type(n).__name__} has no meaning in a character-level string language")
+            raise ValueError(f"{type(n).__name__} has no meaning in a character-level string language")  # noqa: TRY004
         done[id(n)] = out
     return done[id(node)]
 

@@ -26,7 +26,7 @@ _DIGIT_RANGE = (ord("0"), ord("9"))
 
 def decompose(q: Decimal) -> tuple[int, int]:
     """``(c, e)`` with ``q == c * 10**e`` and ``c`` not divisible by 10 (``q > 0``)."""
-    sign, digits, exponent = q.normalize().as_tuple()
+    _sign, digits, exponent = q.normalize().as_tuple()
     c = int("".join(map(str, digits)))
     e = int(exponent)
     while c % 10 == 0:

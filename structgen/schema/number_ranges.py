@@ -140,7 +140,7 @@ def plain_magnitude(lower: Bound, upper: Bound | None) -> ir.Node:
     ai, af = split_decimal(a)
     if upper is None:
         return ir.alt(
-            _Fraction_after_int(ai, _frac_ge(af, sa)),
+            _whole_and_fraction(ai, _frac_ge(af, sa)),
             ir.seq(natural_range(ai + 1, None), _FRACTION_ANY),
         )
     b, sb = upper
@@ -148,15 +148,15 @@ def plain_magnitude(lower: Bound, upper: Bound | None) -> ir.Node:
         return ir.NOTHING
     bi, bf = split_decimal(b)
     if ai == bi:
-        return _Fraction_after_int(ai, _frac_between(af, sa, bf, sb))
-    parts = [_Fraction_after_int(ai, _frac_ge(af, sa))]
+        return _whole_and_fraction(ai, _frac_between(af, sa, bf, sb))
+    parts = [_whole_and_fraction(ai, _frac_ge(af, sa))]
     if ai + 1 <= bi - 1:
         parts.append(ir.seq(natural_range(ai + 1, bi - 1), _FRACTION_ANY))
-    parts.append(_Fraction_after_int(bi, _frac_le(bf, sb)))
+    parts.append(_whole_and_fraction(bi, _frac_le(bf, sb)))
     return ir.alt(*parts)
 
 
-def _Fraction_after_int(whole: int, fraction: _Fraction) -> ir.Node:  # noqa: N802 - reads as "fraction after int"
+def _whole_and_fraction(whole: int, fraction: _Fraction) -> ir.Node:
     return ir.seq(ir.lit(str(whole)), fraction.text())
 
 

@@ -30,9 +30,10 @@ different ones never collide; such a node must not be put inside an intersection
 from __future__ import annotations
 
 import hashlib
+import math
+from collections.abc import MutableMapping
 from decimal import Decimal, localcontext
 from math import gcd
-from typing import MutableMapping
 
 from ..errors import LimitError, SchemaError
 from ..grammar import ir
@@ -52,7 +53,7 @@ def to_decimal(value: object, keyword: str, pointer: str) -> Decimal:
     if isinstance(value, bool) or not isinstance(value, (int, float, Decimal)):
         raise SchemaError(f"{keyword} must be a number, not {type(value).__name__}", keyword=keyword, pointer=pointer)
     if isinstance(value, float):
-        if value != value or value in (float("inf"), float("-inf")):
+        if not math.isfinite(value):
             raise SchemaError(f"{keyword} must be finite", keyword=keyword, pointer=pointer)
         d = Decimal(repr(value))
     elif isinstance(value, int):

@@ -58,7 +58,7 @@ def string_chars(
     min_length: int = 0,
     max_length: int | None = None,
     pattern: str | None = None,
-    format: str | None = None,  # noqa: A002 - the JSON Schema keyword
+    format: str | None = None,
     pointer: str = "",
     allow_empty: bool = False,
     exact_formats: bool = False,
@@ -96,7 +96,7 @@ def string_node(
     min_length: int = 0,
     max_length: int | None = None,
     pattern: str | None = None,
-    format: str | None = None,  # noqa: A002 - the JSON Schema keyword
+    format: str | None = None,
     pointer: str = "",
     allow_empty: bool = False,
     exact_formats: bool = False,
