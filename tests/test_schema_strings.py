@@ -169,6 +169,36 @@ def test_pattern_with_length_lowers_to_plain_rules() -> None:
         assert lowered.matches(json.dumps(s)) == g.matches(json.dumps(s)), s
 
 
+def test_lowered_strings_count_decoded_characters() -> None:
+    # the automaton is built over decoded characters: a few states per position, each transition
+    # reading one encoded character, however many bytes its escape takes
+    needs_regex()
+    g = grammar(string_node(pattern="\\d", max_length=100))
+    lowered = lower_set_operations(g)
+    assert len(lowered.rules) - len(g.rules) < 250
+    for s in ["1", "a" * 99 + "1", "a" * 100 + "1", "\n😀é" * 10 + "7", "é" * 100]:
+        for text in dumps_both(s):
+            assert lowered.matches(text) == g.matches(text), s
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    pattern=st.sampled_from(PATTERNS),
+    lo=st.integers(0, 3),
+    span=st.one_of(st.none(), st.integers(0, 4)),
+    values=st.lists(st.text(st.sampled_from("abcxyz12é😀\n@.\"\\"), max_size=7), min_size=1, max_size=8),
+)
+def test_lowering_property(pattern: str, lo: int, span: int | None, values: list[str]) -> None:
+    needs_regex()
+    hi = None if span is None else lo + span
+    node = string_node(pattern=pattern, min_length=lo, max_length=hi, allow_empty=True)
+    g = grammar(node)
+    lowered = lower_set_operations(g)
+    for v in values:
+        for text in dumps_both(v):
+            assert lowered.matches(text) == g.matches(text), (pattern, lo, hi, v)
+
+
 # ---------------------------------------------------------------------------------------------
 # properties
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from ..errors import GrammarError, LimitError
@@ -539,30 +539,59 @@ def _node_to_dfa(node: ir.Node, t: CodepointTerms, max_states: int, depth: int) 
     return out
 
 
-def dfa_rules(dfa: DFA, name: str) -> tuple[ir.Node, dict[str, ir.Node]]:
+#: Labels printed longer than this become a shared helper rule instead of being repeated inline.
+SHARED_LABEL_CHARS = 40
+
+
+def dfa_rules(
+    dfa: DFA, name: str, *, label: Callable[[ir.Ranges], ir.Node] | None = None
+) -> tuple[ir.Node, dict[str, ir.Node]]:
     """Right-linear rules for ``dfa``: the node to use in place of the language, and the rules.
 
     State ``i`` becomes rule ``f"{name}_{i}"`` (``i`` in breadth-first order from the start):
     one alternative ``[class] next`` per target state, plus ``""`` where the state accepts.
+    ``label`` turns a transition's code point ranges into the node that reads it (by default
+    the character class itself); a label used more than once and longer than
+    :data:`SHARED_LABEL_CHARS` when printed becomes one helper rule ``f"{name}_c{k}"``.
     An empty language is :data:`ir.NOTHING` with no rules.
     """
     d = dfa.trim()
     if not any(d.accepting):
         return NOTHING, {}
+    make = label or _class_label
     rules: dict[str, ir.Node] = {}
+    labels: dict[ir.Ranges, ir.Node] = {}
+    uses: dict[ir.Ranges, int] = {}
+    for tr in d.transitions:
+        for ranges in _labels_of(tr).values():
+            uses[ranges] = uses.get(ranges, 0) + 1
+    for ranges, count in uses.items():
+        node = make(ranges)
+        if count > 1 and len(ir.format_node(node)) > SHARED_LABEL_CHARS:
+            helper = f"{name}_c{len([r for r in rules if r.startswith(name + '_c')])}"
+            rules[helper] = node
+            node = ir.Ref(helper)
+        labels[ranges] = node
     for s in range(d.size):
-        by_target: dict[int, list[tuple[int, int]]] = {}
-        for lo, hi, t in d.transitions[s]:
-            by_target.setdefault(t, []).append((lo, hi))
-        alts: list[ir.Node] = []
-        for t in sorted(by_target):
-            ranges = ir.normalize_ranges(by_target[t], ir.MAX_CODEPOINT)
-            label: ir.Node = ir.lit(chr(ranges[0][0])) if len(ranges) == 1 and ranges[0][0] == ranges[0][1] else ir.CharClass(ranges)
-            alts.append(ir.seq(label, ir.Ref(f"{name}_{t}")))
+        alts: list[ir.Node] = [ir.seq(labels[ranges], ir.Ref(f"{name}_{t}")) for t, ranges in _labels_of(d.transitions[s]).items()]
         if d.accepting[s]:
             alts.append(EMPTY)
         rules[f"{name}_{s}"] = ir.alt(*alts) if alts else NOTHING
     return ir.Ref(f"{name}_{d.start}"), rules
+
+
+def _labels_of(trans: Transitions) -> dict[int, ir.Ranges]:
+    """A state's transitions grouped by target: target -> the code point ranges that lead there."""
+    by_target: dict[int, list[tuple[int, int]]] = {}
+    for lo, hi, t in trans:
+        by_target.setdefault(t, []).append((lo, hi))
+    return {t: ir.normalize_ranges(by_target[t], ir.MAX_CODEPOINT) for t in sorted(by_target)}
+
+
+def _class_label(ranges: ir.Ranges) -> ir.Node:
+    if len(ranges) == 1 and ranges[0][0] == ranges[0][1]:
+        return ir.lit(chr(ranges[0][0]))
+    return ir.CharClass(ranges)
 
 
 def language_is_empty(

@@ -15,9 +15,32 @@ happens: ``(pattern) & .{0,100000}`` needs 100,000 states).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from . import ir
 from .cp_automata import DEFAULT_MAX_STATES, CodepointTerms, dfa_rules, node_to_dfa
 from .grammar import Grammar
+
+Encoder = Callable[[ir.Ranges], ir.Node]
+
+# Set operations known to be the image of a character-level one under a per-character encoding
+# (JSON string escapes): node -> (character-level node, encoder). Keyed by value, so an equal node
+# built elsewhere means the same language and may use the same entry.
+_ENCODED: dict[ir.Node, tuple[ir.Node, Encoder]] = {}
+_MAX_ENCODED = 4096
+
+
+def register_encoded(node: ir.Node, chars: ir.Node, encode_class: Encoder) -> None:
+    """Record that ``node`` is ``chars`` with every character replaced by ``encode_class`` of it.
+
+    The encoding must be uniquely decodable (no string of encodings splits two ways), so that it
+    commutes with intersection and difference. Lowering then builds the DFA of ``chars`` (over
+    decoded characters: a few states per character position) and writes each transition as the
+    encoded class, instead of spelling every escape sequence out as DFA states.
+    """
+    if len(_ENCODED) >= _MAX_ENCODED:
+        _ENCODED.pop(next(iter(_ENCODED)))
+    _ENCODED[node] = (chars, encode_class)
 
 
 def lower_set_operations(grammar: Grammar, *, max_states: int = DEFAULT_MAX_STATES, prefix: str = "setop") -> Grammar:
@@ -37,8 +60,14 @@ def lower_set_operations(grammar: Grammar, *, max_states: int = DEFAULT_MAX_STAT
     def lower(node: ir.Node) -> ir.Node:
         done = lowered.get(node)
         if done is None:
-            dfa = node_to_dfa(node, grammar.rules, max_states=max_states, terms=terms).minimize()
-            done, rules = dfa_rules(dfa, f"{prefix}{len(lowered)}")
+            encoded = _ENCODED.get(node)
+            if encoded is not None:
+                chars, encode_class = encoded
+                dfa = node_to_dfa(chars, max_states=max_states).minimize()
+                done, rules = dfa_rules(dfa, f"{prefix}{len(lowered)}", label=encode_class)
+            else:
+                dfa = node_to_dfa(node, grammar.rules, max_states=max_states, terms=terms).minimize()
+                done, rules = dfa_rules(dfa, f"{prefix}{len(lowered)}")
             new_rules.update(rules)
             lowered[node] = done
         return done

@@ -33,9 +33,10 @@ intersected either before or after encoding.
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import lru_cache, partial
 
 from ..grammar import ir
+from ..grammar.lowering import register_encoded
 from .digit_ranges import hex_digit, int_range_fixed
 
 #: Characters with a two-character escape, and the letter that follows the backslash.
@@ -134,10 +135,10 @@ def encode_chars(node: ir.Node, *, ascii_escapes: bool = False) -> ir.Node:
             out = ir.alt(*new) if new else ir.NOTHING
         elif isinstance(n, ir.Repeat):
             out = ir.NOTHING if new[0] == ir.NOTHING and n.min > 0 else ir.repeat(new[0], n.min, n.max)
-        elif isinstance(n, ir.Intersection):
-            out = ir.Intersection(new[0], new[1])
-        elif isinstance(n, ir.Difference):
-            out = ir.Difference(new[0], new[1])
+        elif isinstance(n, (ir.Intersection, ir.Difference)):
+            out = ir.Intersection(new[0], new[1]) if isinstance(n, ir.Intersection) else ir.Difference(new[0], new[1])
+            # lowering may build the (much smaller) automaton of the decoded language instead
+            register_encoded(out, n, partial(encode_codepoints, ascii_escapes=ascii_escapes))
         else:
             raise ValueError(f"{type(n).__name__} has no meaning in a character-level string language")  # noqa: TRY004
         done[id(n)] = out
