@@ -53,8 +53,9 @@ def test_invalid_json_strings_are_rejected(text: str) -> None:
 
 def test_escape_forms() -> None:
     g = grammar(string_node(max_length=1))
-    for text in ['"\\/"', '"\\u00e9"', '"\\u00E9"', '"\\uD83D\\uDE00"', '"\\u000a"', '"\\n"', '"\\u0022"', '"\\""']:
+    for text in ['"\\/"', '"\\u00e9"', '"\\u00E9"', '"\\uD83D\\uDE00"', '"\\u000a"', '"\\n"', '"\\""', '"\\u007f"']:
         assert g.matches(text), text
+    assert not g.matches('"\\u0022"') and not g.matches('"\\u005c"')
     # ASCII letters spelt as \\u escapes: a documented departure unless ascii_escapes=True
     assert not g.matches('"\\u0041"')
     assert grammar(string_node(max_length=1, ascii_escapes=True)).matches('"\\u0041"')

@@ -20,10 +20,12 @@ with :class:`~structgen.errors.GrammarError`.
 
 from __future__ import annotations
 
+import functools
 from bisect import bisect_right
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from ..errors import GrammarError, LimitError
 from . import ir
@@ -38,6 +40,7 @@ _SURROGATE_LO, _SURROGATE_HI = ir.SURROGATES
 _END = ir.MAX_CODEPOINT + 1
 
 Transitions = list[tuple[int, int, int]]  # (lo, hi, target), sorted, non-overlapping
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 class CodepointTerms:
@@ -476,6 +479,20 @@ def _bfs_order(d: DFA, keep: set[int]) -> list[int]:
     return order
 
 
+def _no_recursion_error(fn: F) -> F:
+    """Derivatives recurse over a term's head; a term nested past Python's stack is a LimitError."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: object, **kwargs: object) -> object:
+        try:
+            return fn(*args, **kwargs)
+        except RecursionError:
+            raise LimitError("a regular operand is nested too deeply to build its automaton", limit="max_nesting") from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+@_no_recursion_error
 def node_to_dfa(
     node: ir.Node,
     rules: Mapping[str, ir.Node] | None = None,
@@ -594,6 +611,7 @@ def _class_label(ranges: ir.Ranges) -> ir.Node:
     return ir.CharClass(ranges)
 
 
+@_no_recursion_error
 def language_is_empty(
     node: ir.Node, rules: Mapping[str, ir.Node] | None = None, *, max_states: int = 2_000
 ) -> bool | None:

@@ -13,10 +13,12 @@ Each character ``c`` becomes "any way JSON may write ``c``":
   those raw);
 * its two-character escape where it has one: ``\\" \\\\ \\/ \\b \\f \\n \\r \\t``;
 * ``\\uXXXX`` with hexadecimal digits in either case, for every character of the Basic
-  Multilingual Plane except, by default, the printable ASCII characters (U+0020-U+007E
-  other than ``"`` and ``\\``): those are written as themselves (``ascii_escapes=True`` accepts
-  ``\\u0041`` for ``A`` too; the default is a departure no mainstream serialiser notices, and
-  it keeps grammars for formats and patterns, which are mostly ASCII, several times smaller);
+  Multilingual Plane except, by default, printable ASCII (U+0020-U+007E): those are written
+  as themselves, or with their short escape for ``"`` ``\\`` ``/`` (``ascii_escapes=True``
+  accepts ``\\u0041`` for ``A`` too; the default is a departure no mainstream serialiser
+  notices, it keeps grammars for formats and patterns, which are mostly ASCII, several times
+  smaller, and it is the same set of spellings the schema translator's own strings use, which
+  keeps differences between the two exact);
 * for U+10000-U+10FFFF, the UTF-16 surrogate pair ``\\uD8xx\\uDCxx`` (either case).
 
 An escape of a lone surrogate (``\\uD800`` not followed by a low surrogate escape, or a lone low
@@ -47,7 +49,7 @@ RAW_ALLOWED: ir.Ranges = ir.subtract_ranges(((0x20, ir.MAX_CODEPOINT),), ((0x22,
 
 _BMP_SCALARS: ir.Ranges = ((0, 0xD7FF), (0xE000, 0xFFFF))
 #: BMP characters that get a ``\\uXXXX`` form when ASCII escapes are off.
-_BMP_ESCAPED: ir.Ranges = ((0, 0x1F), (0x22, 0x22), (0x5C, 0x5C), (0x7F, 0xD7FF), (0xE000, 0xFFFF))
+_BMP_ESCAPED: ir.Ranges = ((0, 0x1F), (0x7F, 0xD7FF), (0xE000, 0xFFFF))
 
 
 def _hex4(lo: int, hi: int) -> ir.Node:

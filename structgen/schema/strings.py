@@ -17,7 +17,7 @@ when a small search can prove it (otherwise the node is simply empty).
 
 from __future__ import annotations
 
-from ..errors import RegexError, SchemaError
+from ..errors import LimitError, RegexError, SchemaError
 from ..grammar import ir
 from ..grammar.cp_automata import language_is_empty
 from .formats import format_node
@@ -84,10 +84,9 @@ def string_chars(
         return _empty(f"no string allowed by {languages[0][1]} has the length {kw} requires", kw, pointer, allow_empty)
     if lo > least or (hi is not None and (most is None or most > hi)):
         body = ir.Intersection(body, ir.repeat(ir.ANY_CHAR, lo, hi))
-    if len(languages) > 1 or isinstance(body, ir.Intersection):
-        if language_is_empty(body, max_states=EMPTINESS_CHECK_STATES) is True:
-            keywords = " and ".join(kw for _n, kw in languages)
-            return _empty(f"no string satisfies {keywords} together with the length bounds", languages[-1][1], pointer, allow_empty)
+    if (len(languages) > 1 or isinstance(body, ir.Intersection)) and _proved_empty(body):
+        keywords = " and ".join(kw for _n, kw in languages)
+        return _empty(f"no string satisfies {keywords} together with the length bounds", languages[-1][1], pointer, allow_empty)
     return body
 
 
@@ -130,6 +129,14 @@ def string_node(
     if chars == ir.NOTHING:
         return ir.NOTHING
     return ir.seq(QUOTE, encode_chars(chars, ascii_escapes=ascii_escapes), QUOTE)
+
+
+def _proved_empty(chars: ir.Node) -> bool:
+    """Whether a small search proves the language empty (inconclusive searches say no)."""
+    try:
+        return language_is_empty(chars, max_states=EMPTINESS_CHECK_STATES) is True
+    except LimitError:
+        return False
 
 
 def _empty(message: str, keyword: str, pointer: str, allow_empty: bool) -> ir.Node:
