@@ -240,3 +240,24 @@ def test_any_encoded_is_one_character() -> None:
     for cp in list(range(0x300)) + [0xD7FF, 0xE000, 0xFFFF, 0x10000, 0x1F600, 0x10FFFF]:
         for text in dumps_both(chr(cp)):
             assert g.matches(text), hex(cp)
+
+
+code_points = st.one_of(st.integers(0, 0x2FF), st.integers(0xD700, 0xE100), st.integers(0xFFF0, 0x10100), st.integers(0x1F000, 0x10FFFF))
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    ranges=st.lists(st.tuples(code_points, st.integers(0, 0x500)), min_size=1, max_size=4),
+    probes=st.lists(code_points, min_size=5, max_size=20),
+)
+def test_encoded_class_property(ranges: list[tuple[int, int]], probes: list[int]) -> None:
+    spans = [(lo, min(lo + n, ir.MAX_CODEPOINT)) for lo, n in ranges]
+    cls = ir.CharClass(tuple(spans))
+    g = grammar(ir.seq(ir.lit('"'), encode_chars(cls), ir.lit('"')))
+    members = cls.codepoints()
+    for cp in probes + [lo for lo, _ in spans] + [hi for _, hi in spans]:
+        if 0xD800 <= cp <= 0xDFFF:
+            continue
+        inside = any(lo <= cp <= hi for lo, hi in members)
+        for text in dumps_both(chr(cp)):
+            assert g.matches(text) == inside, (spans, hex(cp), text)

@@ -112,9 +112,22 @@ def encode_chars(node: ir.Node, *, ascii_escapes: bool = False) -> ir.Node:
     ``node`` may contain literals (UTF-8 text), character classes, sequences, choices,
     repetitions, intersections and differences; references, byte classes, token atoms and greedy
     lexemes are refused with ``ValueError`` (they have no character-level meaning here).
-    The walk is iterative, so deeply nested patterns cost no Python recursion.
-    ``ascii_escapes`` also accepts ``\\uXXXX`` for ASCII characters JSON allows raw.
+    ``ascii_escapes`` also accepts ``\\uXXXX`` for printable ASCII characters. Results are cached
+    (formats are large trees used many times in one schema).
     """
+    out = _encode_cached(node, ascii_escapes)
+    if isinstance(out, (ir.Intersection, ir.Difference)):
+        register_encoded(out, node, partial(encode_codepoints, ascii_escapes=ascii_escapes))
+    return out
+
+
+@lru_cache(maxsize=256)
+def _encode_cached(node: ir.Node, ascii_escapes: bool) -> ir.Node:
+    return _encode(node, ascii_escapes)
+
+
+def _encode(node: ir.Node, ascii_escapes: bool) -> ir.Node:
+    """The walk is iterative, so deeply nested patterns cost no Python recursion."""
     done: dict[int, ir.Node] = {}
     stack: list[tuple[ir.Node, bool]] = [(node, False)]
     while stack:
