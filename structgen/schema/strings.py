@@ -17,6 +17,8 @@ when a small search can prove it (otherwise the node is simply empty).
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from ..errors import LimitError, RegexError, SchemaError
 from ..grammar import ir
 from ..grammar.cp_automata import language_is_empty
@@ -145,6 +147,7 @@ def _empty(message: str, keyword: str, pointer: str, allow_empty: bool) -> ir.No
     raise SchemaError(message, keyword=keyword, pointer=pointer)
 
 
+@lru_cache(maxsize=256)
 def length_bounds(node: ir.Node) -> tuple[int, int | None]:
     """Shortest and longest string lengths (in characters) of a character-level node; longest None if unbounded.
 
