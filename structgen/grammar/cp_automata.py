@@ -405,9 +405,7 @@ class DFA:
         for b, members in enumerate(blocks):
             for s in members:
                 block_of[s] = b
-        work: set[int] = {0} if len(blocks) == 1 or len(accepting) <= len(rejecting) else {1}
-        if len(blocks) == 1:
-            work = set()
+        work: set[int] = set() if len(blocks) == 1 else ({0} if len(accepting) <= len(rejecting) else {1})
         while work:
             splitter = blocks[work.pop()]
             by_symbol: dict[int, set[int]] = {}
@@ -429,10 +427,9 @@ class DFA:
                     blocks.append(small)
                     for s in small:
                         block_of[s] = new
-                    if b in work:
-                        work.add(new)
-                    else:
-                        work.add(new)
+                    # Hopcroft: if b was waiting, both halves wait (b now names the larger one);
+                    # otherwise the smaller half is enough
+                    work.add(new)
         out = DFA()
         dead_block = block_of[dead]
         reps: dict[int, int] = {}
