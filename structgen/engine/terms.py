@@ -17,7 +17,8 @@ lookup; a new derivative costs a few microseconds per node of the term's head.
 
 from __future__ import annotations
 
-from typing import Callable
+import heapq
+from typing import Callable, Iterator
 
 from ..errors import LimitError
 
@@ -53,6 +54,7 @@ class TermStore:
         self._intern: dict[tuple, int] = {}
         self._deriv: dict[int, int] = {}  # key: term * 512 + byte
         self._deriv_np: dict[int, int] = {}
+        self._lower: dict[int, int] = {}
         self._deriv_sym: dict[tuple[int, int, int], int] = {}
         self._nullable_at: dict[tuple[int, int], bool] = {}
         self._classes: dict[int, tuple[int, ...]] = {}
@@ -366,9 +368,75 @@ class TermStore:
         r = self._empty.get(t)
         if r is not None:
             return r
-        r = self._search(t) is None
-        self._empty[t] = r
+        return self._depth_first_empty(t)
+
+    def _accepts(self, t: int) -> bool:
+        return self.nullable_at(t, LA_END) or bool(self.flags[t] & HAS_SYM and self.first_syms(t))
+
+    def _depth_first_empty(self, t: int) -> bool:
+        """Best-first search for a sentence, guided by a lower bound on the bytes still needed:
+        a witness is usually a few bytes away, and the states on its path are recorded as
+        non-empty, so the derivatives a walk asks about next are answered from the record."""
+        memo = self._empty
+        if self._accepts(t):
+            memo[t] = False
+            return False
+        parent: dict[int, int] = {t: -1}
+        heap = [(self._estimate(t), 0, t)]
+        order = 0
+        while heap:
+            _, _, u = heapq.heappop(heap)
+            for nxt in self._successors(u):
+                if nxt in parent:
+                    continue
+                known = memo.get(nxt)
+                if known is True:
+                    continue
+                parent[nxt] = u
+                if known is False or self._accepts(nxt):
+                    while nxt != -1:  # the witness path: all non-empty
+                        memo[nxt] = False
+                        nxt = parent[nxt]
+                    return False
+                if len(parent) > MAX_SEARCH_STATES:
+                    raise LimitError(
+                        "a regular set operation or greedy lexeme needs too large an automaton",
+                        limit="MAX_SEARCH_STATES",
+                        value=MAX_SEARCH_STATES,
+                    )
+                order += 1
+                heapq.heappush(heap, (self._estimate(nxt), order, nxt))
+        for u in parent:  # nothing reachable from any of them accepts
+            memo[u] = True
+        return True
+
+    def _estimate(self, t: int) -> int:
+        """A lower bound on the bytes of any sentence of ``t`` (structural, memoised)."""
+        r = self._lower.get(t)
+        if r is None:
+            k = self.kind[t]
+            if k in (EMPTY_K, SYM_K, NOTHING_K):
+                r = 0
+            elif k == BYTES_K:
+                r = 1
+            elif k == SEQ_K:
+                r = self._estimate(self.a[t]) + self._estimate(self.b[t])  # type: ignore[arg-type]
+            elif k == ALT_K:
+                r = min(self._estimate(u) for u in self.b[t])  # type: ignore[union-attr]
+            elif k == REPEAT_K:
+                r = self.b[t][0] * self._estimate(self.a[t])  # type: ignore[index]
+            elif k == AND_K:
+                r = max(self._estimate(self.a[t]), self._estimate(self.b[t]))  # type: ignore[arg-type]
+            else:  # DIFF, POSS
+                r = self._estimate(self.a[t])
+            self._lower[t] = r
         return r
+
+    def _successors(self, t: int) -> Iterator[int]:
+        for part in self.classes(t):
+            d = self._deriv_unpruned(t, (part & -part).bit_length() - 1)
+            if d != NOTHING:
+                yield d
 
     def shortest(self, t: int) -> int | None:
         """Length in bytes of the shortest sentence of ``t`` (symbols count as 0), or None."""
