@@ -29,7 +29,7 @@ class Grammar:
     extern as ``Ref(NAME)``.
     """
 
-    __slots__ = ("_rules", "_start", "_externs", "_hash", "_recursive")
+    __slots__ = ("_rules", "_start", "_externs", "_hash", "_recursive", "_derived")
 
     def __init__(
         self,
@@ -52,6 +52,8 @@ class Grammar:
         self._externs = MappingProxyType(dict(externs or {}))
         self._hash = hash((start, frozenset(table.items()), frozenset(self._externs.items())))
         self._recursive: frozenset[str] | None = None
+        # data other modules derive from the grammar (matcher automata...), computed once
+        self._derived: dict[str, Any] = {}
         self._validate(limits)
 
     # -- identity -------------------------------------------------------------------------
