@@ -102,6 +102,7 @@ class _Frame:
     last: int = RuleGraph.NIL  # elements of the last symbol
     quantifiable: bool = False  # the last symbol produced elements a quantifier can apply to
     n_prev: int = 1  # llama.cpp's n_prev_rules for the last symbol
+    quantifiers: int = 0  # quantifiers applied to the last symbol (each nests it one level deeper)
 
 
 class _Reader:
@@ -269,6 +270,7 @@ class _Reader:
         f.prefix = self.graph.cat(f.prefix, f.last)
         f.last = elements
         f.n_prev = 1
+        f.quantifiers = 0
         f.quantifiable = not self.graph.is_empty(elements)
         f.items.append(node)  # EMPTY items vanish in ir.seq
 
@@ -297,6 +299,14 @@ class _Reader:
             )
         if hi is not None and hi < lo:
             raise self.error(f"repetition maximum {hi} is below its minimum {lo}", pos)
+        f.quantifiers += 1
+        if f.quantifiers > self.limits.max_nesting:
+            raise self._limit(
+                f"more than {self.limits.max_nesting} quantifiers on one item",
+                "max_nesting",
+                self.limits.max_nesting,
+                pos,
+            )
         graph = self.graph
         n_opt = 1 if hi is None else hi - lo
         if hi == 0:
@@ -429,6 +439,8 @@ class _Reader:
             hi = min(hi, ir.MAX_CODEPOINT)
             if lo <= hi:  # llama.cpp keeps [z-a], which matches nothing
                 ranges.append((lo, hi))
+        if not has_chars:
+            return ir.EMPTY, False, pos + 1  # llama.cpp compiles [] and [^] to nothing at all
         node = ir.CharClass(tuple(ranges), negated)
         if not node.codepoints():
             return ir.NOTHING, has_chars, pos + 1

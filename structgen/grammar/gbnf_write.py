@@ -162,14 +162,15 @@ class _Writer:
             return ir.repeat(item, lo, hi)
         if item == ir.EMPTY:
             return ir.EMPTY
-        base = item if isinstance(item, ir.Ref) else self._helper(item)
+        # an atom repeats with llama.cpp's rule count 1; anything else gets a rule of its own
+        base = item if isinstance(item, (ir.Ref, ir.Literal, ir.CharClass)) else self._helper(item)
         rest = ir.star(base) if hi is None else self._at_most(base, hi - lo)
         return ir.seq(self._exact(base, lo), rest)
 
-    def _exact(self, ref: ir.Ref, n: int) -> ir.Node:
+    def _exact(self, ref: ir.Node, n: int) -> ir.Node:
         """``ref{n}`` in counts llama.cpp takes: base-2000 digits over helper rules."""
         parts = []
-        level = ref
+        level: ir.Node = ref
         while True:
             n, digit = divmod(n, _THRESHOLD)
             parts.append(ir.repeat(level, digit, digit))
@@ -178,7 +179,7 @@ class _Writer:
             level = self._helper(ir.repeat(level, _THRESHOLD, _THRESHOLD))
         return ir.seq(*reversed(parts))
 
-    def _at_most(self, ref: ir.Ref, k: int) -> ir.Node:
+    def _at_most(self, ref: ir.Node, k: int) -> ir.Node:
         """``ref{0,k}``: fewer than ``q`` full blocks and a short tail, or ``q`` blocks and at most ``r``."""
         if k <= _THRESHOLD:
             return ir.repeat(ref, 0, k)
