@@ -10,6 +10,8 @@ from structgen import Grammar, GrammarError, GrammarLimits, LimitError
 from structgen.grammar import ir
 from structgen.grammar.gbnf import parse_gbnf, write_gbnf
 
+from gbnf_strategies import GRAMMAR, TOKEN_FREE_LEAF, extend
+
 L, R = ir.lit, ir.Ref
 
 
@@ -418,43 +420,6 @@ def test_nested_counts_choose_a_form_llama_cpp_takes() -> None:
 
 # -- property tests ---------------------------------------------------------------------------------
 
-RULES = ["root", "a", "b-2", "c"]
-TEXT = st.text(alphabet=st.sampled_from(list('ab"\\\n\t-[]^éあ😀\x00\x7f ')), min_size=1, max_size=4)
-
-
-def _class() -> st.SearchStrategy[ir.Node]:
-    cps = st.sampled_from([0x0, 0x20, 0x2D, 0x41, 0x5A, 0x5C, 0x5D, 0x5E, 0x61, 0x7A, 0xE9, 0x3042, 0x1F600, 0x10FFFF])
-    ranges = st.lists(st.tuples(cps, cps).map(lambda t: (min(t), max(t))), min_size=1, max_size=3)
-    return st.builds(lambda r, n: ir.CharClass(tuple(r), n), ranges, st.booleans()).filter(
-        lambda c: bool(c.codepoints())
-    )
-
-
-LEAF = st.one_of(
-    TEXT.map(L),
-    _class(),
-    st.just(ir.ANY_CHAR),
-    st.builds(lambda i, n: ir.Token(ids=(i,), negated=n), st.integers(0, 70000), st.booleans()),
-    st.just(ir.Token(name="<|im_end|>")),
-    st.sampled_from(RULES).map(R),
-)
-
-
-def _extend(children: st.SearchStrategy[ir.Node]) -> st.SearchStrategy[ir.Node]:
-    counts = st.tuples(st.integers(0, 4), st.one_of(st.none(), st.integers(0, 4))).filter(
-        lambda t: t[1] is None or t[1] >= t[0]
-    )
-    return st.one_of(
-        st.lists(children, min_size=2, max_size=4).map(lambda xs: ir.seq(*xs)),
-        st.lists(st.one_of(children, st.just(ir.EMPTY)), min_size=2, max_size=4).map(lambda xs: ir.alt(*xs)),
-        st.builds(lambda x, c: ir.repeat(x, c[0], c[1]), children, counts),
-    )
-
-
-NODE = st.recursive(LEAF, _extend, max_leaves=8)
-GRAMMAR = st.fixed_dictionaries({name: NODE for name in RULES}).map(lambda rules: Grammar(rules, "root"))
-
-
 def _writable(g: Grammar) -> str:
     try:
         return write_gbnf(g)
@@ -471,17 +436,10 @@ def test_write_then_read_gives_the_same_grammar(g: Grammar) -> None:
     assert write_gbnf(parse_gbnf(text)) == text
 
 
-TOKEN_FREE_LEAF = st.one_of(
-    st.text(alphabet="ab", min_size=1, max_size=2).map(L),
-    st.sampled_from([ir.char("a"), ir.char("b", negated=True), ir.ANY_CHAR]),
-    st.sampled_from(["a", "b-2"]).map(R),
-)
-
-
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.fixed_dictionaries(
-        {"root": st.recursive(TOKEN_FREE_LEAF, _extend, max_leaves=6), "a": TOKEN_FREE_LEAF, "b-2": TOKEN_FREE_LEAF}
+        {"root": st.recursive(TOKEN_FREE_LEAF, extend, max_leaves=6), "a": TOKEN_FREE_LEAF, "b-2": TOKEN_FREE_LEAF}
     ),
     st.integers(1500, 2600),
     st.lists(st.text(alphabet="abc", max_size=6), min_size=1, max_size=6),

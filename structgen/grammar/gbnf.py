@@ -115,6 +115,8 @@ class _Reader:
         self.rule = ""  # the rule being read, for error messages
         self.n_symbols = 0  # llama.cpp's symbol_ids.size()
         self.symbols: dict[str, int] = {}  # rule name -> rule-graph rule
+        self.symbol_ids: dict[str, int] = {}  # rule name -> llama.cpp symbol id
+        self.max_rule_id = -1  # highest symbol id llama.cpp has added a rule for
         self.first_ref: dict[str, tuple[int, str]] = {}  # rule name -> (position, referring rule)
         self.rules: dict[str, ir.Node] = {}
         self.ref_cache: dict[str, ir.Ref] = {}
@@ -143,9 +145,7 @@ class _Reader:
         self.rule = ""
         if not self.rules:
             raise self.error("grammar has no rules", None)
-        for name, (pos, referrer) in sorted(self.first_ref.items(), key=lambda kv: kv[1][0]):
-            if name not in self.rules:
-                raise self.error(f"undefined rule {name!r}", pos, referrer)
+        self._check_undefined()
         if self.start not in self.rules:
             raise self.error(f"grammar has no rule named {self.start!r} to start from", None, self.start)
         if not allow_left_recursion:
@@ -159,9 +159,27 @@ class _Reader:
                 )
         return Grammar(self.rules, self.start, limits=self.limits)
 
+    def _check_undefined(self) -> None:
+        """Refuse undefined rules where llama.cpp notices them.
+
+        llama.cpp checks every rule slot up to the highest id it compiled a rule for, and every
+        reference left in its compiled rules. A name that is mentioned only where the text no
+        longer counts (``a{0}``, the first of two definitions of a rule) and got a later id than
+        every compiled rule goes unnoticed, and so it does here.
+        """
+        undefined = [name for name in self.first_ref if name not in self.rules]
+        if not undefined:
+            return
+        referenced = self.graph.referenced_rules()
+        for name in sorted(undefined, key=lambda n: self.first_ref[n][0]):
+            if self.symbol_ids[name] <= self.max_rule_id or self.symbols[name] in referenced:
+                pos, referrer = self.first_ref[name]
+                raise self.error(f"undefined rule {name!r}", pos, referrer)
+
     def _symbol(self, name: str) -> int:
         node = self.symbols.get(name)
         if node is None:
+            self.symbol_ids[name] = self.n_symbols
             self.n_symbols += 1
             node = self.graph.new_rule(name, generated=False)
             self.symbols[name] = node
@@ -190,6 +208,7 @@ class _Reader:
                 raise self.error(f"expecting a newline or the end of the text, found {c!r}", pos)
         # llama.cpp keeps the last definition of a rule defined twice
         self.rules[name] = body
+        self.max_rule_id = max(self.max_rule_id, self.symbol_ids[name])
         return self._space(pos, True)
 
     def _space(self, pos: int, newline_ok: bool) -> int:
@@ -230,6 +249,7 @@ class _Reader:
                         pos,
                     )
                 before = self.n_symbols
+                self.max_rule_id = max(self.max_rule_id, before)
                 self.n_symbols += 1
                 frames.append(_Frame(graph.new_rule(self.rule, generated=True), True, before, pos))
                 pos = self._space(pos + 1, True)
@@ -313,6 +333,7 @@ class _Reader:
             new_last = graph.NIL
         elif n_opt > 0:
             self.n_symbols += n_opt
+            self.max_rule_id = max(self.max_rule_id, self.n_symbols - 1)
             chain = graph.new_rule(self.rule, generated=True)
             looped = graph.cat(f.last, graph.atom(chain))
             graph.set_alternatives(chain, [looped if hi is None else f.last, graph.NIL])

@@ -80,6 +80,24 @@ class RuleGraph:
         self._empty.append(1 if empty else 0)
         return len(self._kind) - 1
 
+    def referenced_rules(self) -> set[int]:
+        """Rules that some element of some rule's alternatives refers to."""
+        out: set[int] = set()
+        seen = bytearray(len(self._kind))
+        stack = [lst for alts in self._alts for lst in alts or ()]
+        while stack:
+            v = stack.pop()
+            if seen[v]:
+                continue
+            seen[v] = 1
+            k = self._kind[v]
+            if k == _ATOM:
+                out.add(self._a[v])
+            elif k == _CAT:
+                stack.append(self._a[v])
+                stack.append(self._b[v])
+        return out
+
     def find_left_recursion(self) -> str | None:
         """The name of a user rule on a left-recursive cycle as llama.cpp sees it, or ``None``."""
         n_lists = len(self._kind)
