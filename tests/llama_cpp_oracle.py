@@ -18,20 +18,28 @@ from __future__ import annotations
 import ctypes
 import math
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 try:
     import llama_cpp
 except ImportError:  # pragma: no cover - depends on the environment
     llama_cpp = None
 
-DEFAULT_VOCAB = Path(
-    os.environ.get(
-        "STRUCTGEN_LLAMA_VOCAB",
-        "/tmp/sg/llsrc/llama_cpp_python-0.3.36/vendor/llama.cpp/models/ggml-vocab-llama-bpe.gguf",
-    )
-)
+
+def _default_vocab() -> Path:
+    """$STRUCTGEN_LLAMA_VOCAB, else the llama-bpe vocabulary in $STRUCTGEN_ASSETS or in the
+    llama-cpp-python source tree this environment was built from."""
+    if os.environ.get("STRUCTGEN_LLAMA_VOCAB"):
+        return Path(os.environ["STRUCTGEN_LLAMA_VOCAB"])
+    name = "ggml-vocab-llama-bpe.gguf"
+    assets = Path(os.environ.get("STRUCTGEN_ASSETS", ".assets")) / name
+    if assets.is_file():
+        return assets
+    return Path("/tmp/sg/llsrc/llama_cpp_python-0.3.36/vendor/llama.cpp/models") / name
+
+
+DEFAULT_VOCAB = _default_vocab()
 
 _backend_ready = False
 

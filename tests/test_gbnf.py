@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import pytest
+from gbnf_strategies import GRAMMAR, TOKEN_FREE_LEAF, extend
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from structgen import Grammar, GrammarError, GrammarLimits, LimitError
 from structgen.grammar import ir
 from structgen.grammar.gbnf import parse_gbnf, write_gbnf
-
-from gbnf_strategies import GRAMMAR, TOKEN_FREE_LEAF, extend
 
 L, R = ir.lit, ir.Ref
 
@@ -83,7 +82,7 @@ def test_character_classes() -> None:
     assert body("root ::= [ぁ-ゟ]") == ir.char((0x3041, 0x309F))
     assert body("root ::= [z-a]") == ir.NOTHING  # llama.cpp keeps an inverted range; it matches nothing
     assert body("root ::= [^\\x00-\\U0010FFFF]") == ir.NOTHING
-    assert body("root ::= [] \"a\"") == L("a")  # an empty class has no elements: it matches ""
+    assert body('root ::= [] "a"') == L("a")  # an empty class has no elements: it matches ""
     with pytest.raises(GrammarError):
         parse_gbnf(r"root ::= [\^]")  # llama.cpp has no \^ escape
 
@@ -114,7 +113,7 @@ def test_quantifiers_and_counts() -> None:
         'root ::= "a"{3,2}',
         'root ::= "a"{2',
         'root ::= "a"{2,3',
-        'root ::= *',
+        "root ::= *",
         'root ::= "a" | +',
         'root ::= ""*',
         "root ::= []?",
@@ -132,7 +131,14 @@ def test_tokens() -> None:
     assert body("root ::= <|im_end|>") == ir.Token(name="<|im_end|>")
     assert body("root ::= !<|im_end|>") == ir.Token(name="<|im_end|>", negated=True)
     assert body("root ::= (!<[5]>)*") == ir.star(ir.Token(ids=(5,), negated=True))
-    for bad in ["root ::= <[x]>", "root ::= <[12>", "root ::= <[12]", "root ::= !a", "root ::= <abc", "root ::= <[4294967296]>"]:
+    for bad in [
+        "root ::= <[x]>",
+        "root ::= <[12>",
+        "root ::= <[12]",
+        "root ::= !a",
+        "root ::= <abc",
+        "root ::= <[4294967296]>",
+    ]:
         with pytest.raises(GrammarError):
             parse_gbnf(bad)
 
@@ -198,7 +204,7 @@ def test_missing_start_rule_names_it() -> None:
         ('root ::= "a"?+', "root"),
         ('root ::= e*\ne ::= "" | "x"', "root"),
         ('root ::= ("" | "x")*', "root"),
-        ('root ::= ()*', "root"),
+        ("root ::= ()*", "root"),
     ],
 )
 def test_left_recursion_as_llama_cpp_sees_it(text: str, culprit: str) -> None:
@@ -240,7 +246,7 @@ def test_repetition_threshold() -> None:
     rules = "\n".join(f'r{i} ::= "x"' for i in range(2000))
     with pytest.raises(GrammarError, match="MAX_REPETITION_THRESHOLD"):
         parse_gbnf(f"root ::= ({many})?\n{rules}")  # 2001 symbols in the group, even for '?'
-    parse_gbnf(f"root ::= {many.replace(' |', '') } ({many})?\n{rules}")  # names seen before: 1
+    parse_gbnf(f"root ::= {many.replace(' |', '')} ({many})?\n{rules}")  # names seen before: 1
 
 
 # -- limits and hostile input ----------------------------------------------------------------------
@@ -280,7 +286,7 @@ def test_huge_counts() -> None:
 
 def test_big_grammar_reads_in_one_pass() -> None:
     rules = "\n".join(f'rule-{i} ::= "k{i}" [a-z]* (rule-{i + 1} | "end") # {i}' for i in range(5_000))
-    text = f"root ::= rule-0\n{rules}\nrule-5000 ::= \"z\"\n"
+    text = f'root ::= rule-0\n{rules}\nrule-5000 ::= "z"\n'
     g = parse_gbnf(text)
     assert len(g.rules) == 5_002
 
@@ -344,7 +350,9 @@ def test_left_recursion_is_refused_when_writing() -> None:
 def test_tokens_and_byte_classes_that_can_be_written() -> None:
     g = Grammar({"root": ir.seq(ir.Token(ids=(3, 1)), ir.Token(name="<|im_end|>"), ir.ByteClass(((0x30, 0x39),)))})
     back = roundtrip(g)
-    assert back.rules["root"] == ir.seq(ir.alt(ir.Token(ids=(1,)), ir.Token(ids=(3,))), ir.Token(name="<|im_end|>"), ir.char((0x30, 0x39)))
+    assert back.rules["root"] == ir.seq(
+        ir.alt(ir.Token(ids=(1,)), ir.Token(ids=(3,))), ir.Token(name="<|im_end|>"), ir.char((0x30, 0x39))
+    )
 
 
 def test_nullable_operands_of_star_are_wrapped() -> None:
@@ -419,6 +427,7 @@ def test_nested_counts_choose_a_form_llama_cpp_takes() -> None:
 
 
 # -- property tests ---------------------------------------------------------------------------------
+
 
 def _writable(g: Grammar) -> str:
     try:

@@ -15,11 +15,10 @@ import pathlib
 from typing import Any
 
 import pytest
+from conftest import corpora_dir
 
 from structgen import Grammar, GrammarError, LimitError
 from structgen.grammar.gbnf import parse_gbnf, write_gbnf
-
-from conftest import corpora_dir
 
 GRAMMAR_FILES = ["arithmetic", "c", "chess", "english", "japanese", "json", "json_arr", "list"]
 

@@ -140,7 +140,7 @@ class RuleGraph:
                     continue
                 w = succ.pop()
                 if color[w] == 1:
-                    return self._report(path[path.index(w):], n_lists)
+                    return self._report(path[path.index(w) :], n_lists)
                 if color[w] == 0:
                     color[w] = 1
                     path.append(w)

@@ -24,8 +24,9 @@ the form) unless llama.cpp's repetition budget forces a helper rule.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from ..errors import GrammarError
 from . import ir
@@ -89,7 +90,7 @@ class _Writer:
             self.rule = name
             self.rules.append((name, self.names[name], name, self._prepare(body)))
             self._flush_decomposition_helpers(name)
-        culprit = _left_recursive_rule({key: body for key, _, _, body in self.rules})
+        culprit = left_recursive_rule({key: body for key, _, _, body in self.rules})
         if culprit is not None:
             owner = next(o for key, _, o, _ in self.rules if key == culprit)
             raise GrammarError(
@@ -97,9 +98,7 @@ class _Writer:
                 rule=owner,
             )
         for _, gbnf_name, _, body in self.rules:
-            self.locally_nullable[gbnf_name] = body == ir.EMPTY or (
-                isinstance(body, ir.Alt) and ir.EMPTY in body.items
-            )
+            self.locally_nullable[gbnf_name] = body == ir.EMPTY or (isinstance(body, ir.Alt) and ir.EMPTY in body.items)
         lines = []
         for _, gbnf_name, owner, body in self.rules:
             self.rule = owner
@@ -226,9 +225,7 @@ class _Writer:
             try:
                 text = node.data.decode("utf-8")
             except UnicodeDecodeError:
-                raise self._error(
-                    f"literal {node.data!r} is not valid UTF-8; GBNF literals are characters"
-                ) from None
+                raise self._error(f"literal {node.data!r} is not valid UTF-8; GBNF literals are characters") from None
             return _atom(literal_text(text), log)
         if isinstance(node, ir.CharClass):
             if not node.codepoints():
@@ -382,7 +379,7 @@ def _rebuild(root: ir.Node, make: Callable[[ir.Node, list[ir.Node]], ir.Node]) -
     return done[0]
 
 
-def _left_recursive_rule(rules: dict[str, ir.Node]) -> str | None:
+def left_recursive_rule(rules: dict[str, ir.Node]) -> str | None:
     """A rule that can derive a string beginning with itself (true nullability), or ``None``."""
     nullable = {name: False for name in rules}
     memo: dict[int, bool] = {}
@@ -459,7 +456,6 @@ def _left_refs(root: ir.Node, rules: dict[str, bool], memo: dict[int, bool]) -> 
                     break
         elif isinstance(node, ir.Alt):
             work.extend(node.items)
-        elif isinstance(node, ir.Repeat):
-            if node.max != 0:
-                work.append(node.item)
+        elif isinstance(node, ir.Repeat) and node.max != 0:
+            work.append(node.item)
     return out
