@@ -28,15 +28,16 @@ except ImportError:  # pragma: no cover - depends on the environment
 
 
 def _default_vocab() -> Path:
-    """$STRUCTGEN_LLAMA_VOCAB, else the llama-bpe vocabulary in $STRUCTGEN_ASSETS or in the
-    llama-cpp-python source tree this environment was built from."""
+    """$STRUCTGEN_LLAMA_VOCAB, else the llama-bpe vocabulary asset (``tools/fetch_assets.py``),
+    else the one in the llama-cpp-python source tree this environment was built from."""
     if os.environ.get("STRUCTGEN_LLAMA_VOCAB"):
         return Path(os.environ["STRUCTGEN_LLAMA_VOCAB"])
-    name = "ggml-vocab-llama-bpe.gguf"
-    assets = Path(os.environ.get("STRUCTGEN_ASSETS", ".assets")) / name
-    if assets.is_file():
-        return assets
-    return Path("/tmp/sg/llsrc/llama_cpp_python-0.3.36/vendor/llama.cpp/models") / name
+    from vocab_support import ASSETS
+
+    asset = ASSETS.find_asset("vocab", "llama-bpe")
+    if asset is not None:
+        return asset
+    return Path("/tmp/sg/llsrc/llama_cpp_python-0.3.36/vendor/llama.cpp/models/ggml-vocab-llama-bpe.gguf")
 
 
 DEFAULT_VOCAB = _default_vocab()

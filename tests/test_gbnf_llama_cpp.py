@@ -29,7 +29,7 @@ from test_llama_cpp_corpus import GRAMMAR_FILES, feed_parts
 from structgen import Grammar, GrammarError, LimitError
 from structgen.grammar import ir
 from structgen.grammar.gbnf import parse_gbnf, write_gbnf
-from structgen.grammar.gbnf_write import left_recursive_rule
+from structgen.grammar.left_recursion import left_recursive_rule
 
 L, R = ir.lit, ir.Ref
 

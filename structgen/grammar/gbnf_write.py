@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 from ..errors import GrammarError
 from . import ir
 from .gbnf_syntax import MAX_REPETITION_THRESHOLD, NOTHING_TEXT, class_text, is_valid_name, literal_text
+from .left_recursion import left_recursive_rule
 
 if TYPE_CHECKING:
     from .grammar import Grammar
@@ -377,85 +378,3 @@ def _rebuild(root: ir.Node, make: Callable[[ir.Node, list[ir.Node]], ir.Node]) -
             del done[len(done) - len(kids) :]
         done.append(make(node, new))
     return done[0]
-
-
-def left_recursive_rule(rules: dict[str, ir.Node]) -> str | None:
-    """A rule that can derive a string beginning with itself (true nullability), or ``None``."""
-    nullable = {name: False for name in rules}
-    memo: dict[int, bool] = {}
-    changed = True
-    while changed:
-        changed = False
-        memo.clear()
-        for name, body in rules.items():
-            if not nullable[name] and _nullable(body, nullable, memo):
-                nullable[name] = changed = True
-    memo.clear()
-    edges = {name: _left_refs(body, nullable, memo) for name, body in rules.items()}
-    color = dict.fromkeys(rules, 0)
-    for root in rules:
-        if color[root]:
-            continue
-        color[root] = 1
-        path = [root]
-        iters = [sorted(edges[root])]
-        while path:
-            if not iters[-1]:
-                color[path.pop()] = 2
-                iters.pop()
-                continue
-            w = iters[-1].pop()
-            if color.get(w, 2) == 1:
-                return w
-            if color.get(w, 2) == 0:
-                color[w] = 1
-                path.append(w)
-                iters.append(sorted(edges[w]))
-    return None
-
-
-def _nullable(root: ir.Node, rules: dict[str, bool], memo: dict[int, bool]) -> bool:
-    work: list[tuple[ir.Node, bool]] = [(root, False)]
-    while work:
-        node, expanded = work.pop()
-        if id(node) in memo:
-            continue
-        kids = node.children()
-        if kids and not expanded:
-            work.append((node, True))
-            work.extend((c, False) for c in kids if id(c) not in memo)
-            continue
-        if isinstance(node, ir.Literal):
-            value = not node.data
-        elif isinstance(node, ir.Ref):
-            value = rules.get(node.name, False)
-        elif isinstance(node, ir.Seq):
-            value = all(memo[id(c)] for c in kids)
-        elif isinstance(node, ir.Alt):
-            value = any(memo[id(c)] for c in kids)
-        elif isinstance(node, ir.Repeat):
-            value = node.min == 0 or memo[id(kids[0])]
-        else:
-            value = False
-        memo[id(node)] = value
-    return memo[id(root)]
-
-
-def _left_refs(root: ir.Node, rules: dict[str, bool], memo: dict[int, bool]) -> set[str]:
-    """Rules referenced where nothing non-empty has to come before them."""
-    out: set[str] = set()
-    work = [root]
-    while work:
-        node = work.pop()
-        if isinstance(node, ir.Ref):
-            out.add(node.name)
-        elif isinstance(node, ir.Seq):
-            for item in node.items:
-                work.append(item)
-                if not _nullable(item, rules, memo):
-                    break
-        elif isinstance(node, ir.Alt):
-            work.extend(node.items)
-        elif isinstance(node, ir.Repeat) and node.max != 0:
-            work.append(node.item)
-    return out
