@@ -185,7 +185,7 @@ def test_integration_strings_in_llama_cpp(oracle: LlamaCppOracle, corpora: pathl
                 assert oracle.accepts(written, parts) == expect, (case["name"], s)
                 assert ours == expect
                 checked += 1
-    assert checked >= 130
+    assert checked == 139  # 70 pass + 69 fail strings, none skipped with the llama-bpe vocabulary
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
