@@ -17,6 +17,8 @@ lookup; a new derivative costs a few microseconds per node of the term's head.
 
 from __future__ import annotations
 
+from typing import Callable
+
 from ..errors import LimitError
 
 # term kinds
@@ -50,6 +52,7 @@ class TermStore:
         self.flags: list[int] = []
         self._intern: dict[tuple, int] = {}
         self._deriv: dict[int, int] = {}  # key: term * 512 + byte
+        self._deriv_np: dict[int, int] = {}
         self._deriv_sym: dict[tuple[int, int, int], int] = {}
         self._nullable_at: dict[tuple[int, int], bool] = {}
         self._classes: dict[int, tuple[int, ...]] = {}
@@ -233,28 +236,40 @@ class TermStore:
         return r
 
     def _deriv_raw(self, t: int, c: int) -> int:
+        return self._derive(t, c, self.deriv)
+
+    def _deriv_unpruned(self, t: int, c: int) -> int:
+        """Derivative with no emptiness pruning anywhere below: what emptiness searches walk, so
+        that a search never starts another search (which could recurse without end)."""
+        key = t * 512 + c
+        r = self._deriv_np.get(key)
+        if r is None:
+            r = self._deriv_np[key] = self._derive(t, c, self._deriv_unpruned)
+        return r
+
+    def _derive(self, t: int, c: int, sub: Callable[[int, int], int]) -> int:
         k = self.kind[t]
         if k == BYTES_K:
             return EMPTY if (self.b[t] >> c) & 1 else NOTHING  # type: ignore[operator]
         if k == SEQ_K:
             head, tail = self.a[t], self.b[t]
-            r = self.seq(self.deriv(head, c), tail)  # type: ignore[arg-type]
+            r = self.seq(sub(head, c), tail)  # type: ignore[arg-type]
             if self.nullable_at(head, c):
-                r = self.alt((r, self.deriv(tail, c)))  # type: ignore[arg-type]
+                r = self.alt((r, sub(tail, c)))  # type: ignore[arg-type]
             return r
         if k == ALT_K:
-            return self.alt([self.deriv(u, c) for u in self.b[t]])  # type: ignore[union-attr]
+            return self.alt([sub(u, c) for u in self.b[t]])  # type: ignore[union-attr]
         if k == REPEAT_K:
             lo, hi = self.b[t]  # type: ignore[misc]
             x = self.a[t]
             rest = self.repeat(x, max(lo - 1, 0), None if hi is None else hi - 1)
-            return self.seq(self.deriv(x, c), rest)
+            return self.seq(sub(x, c), rest)
         if k == POSS_K:
-            return self.poss(self.deriv(self.a[t], c))
+            return self.poss(sub(self.a[t], c))
         if k == AND_K:
-            return self.and_(self.deriv(self.a[t], c), self.deriv(self.b[t], c))  # type: ignore[arg-type]
+            return self.and_(sub(self.a[t], c), sub(self.b[t], c))  # type: ignore[arg-type]
         if k == DIFF_K:
-            return self.diff(self.deriv(self.a[t], c), self.deriv(self.b[t], c))  # type: ignore[arg-type]
+            return self.diff(sub(self.a[t], c), sub(self.b[t], c))  # type: ignore[arg-type]
         return NOTHING  # NOTHING, EMPTY, SYM
 
     def deriv_sym(self, t: int, symbol: int, la: int) -> int:
@@ -397,7 +412,7 @@ class TermStore:
             for u in frontier:
                 for m in self.classes(u):
                     c = (m & -m).bit_length() - 1
-                    d = self._deriv_raw(u, c)
+                    d = self._deriv_unpruned(u, c)
                     if d != NOTHING and d not in seen:
                         seen.add(d)
                         nxt.append(d)
