@@ -131,6 +131,18 @@ class TermStore:
             return NOTHING
         if len(flat) == 1:
             return next(iter(flat))
+        # left-factor alternatives with the same first part: a big enum of strings becomes a trie,
+        # so a derivative touches the few branches that share the byte read, not all of them
+        heads: dict[int, list[int]] = {}
+        for t in flat:
+            if self.kind[t] == SEQ_K:
+                heads.setdefault(self.a[t], []).append(self.b[t])  # type: ignore[arg-type]
+            else:
+                heads.setdefault(t, []).append(EMPTY)
+        if len(heads) < len(flat):
+            flat = {h if tails == [EMPTY] else self.seq(h, self.alt(tails)) for h, tails in heads.items()}
+            if len(flat) == 1:
+                return next(iter(flat))
         # single-byte alternatives merge into one byte set
         masks = [t for t in flat if self.kind[t] == BYTES_K]
         if len(masks) > 1:
