@@ -192,8 +192,15 @@ def _machine_nullable(store: TermStore, bodies: list[int]) -> list[bool]:
 def _productive(store: TermStore, bodies: list[int]) -> list[bool]:
     """Machines that derive at least one sentence (a least fixpoint over call symbols)."""
     prod = [False] * len(bodies)
+    memo: dict[int, bool] = {}
 
     def term_productive(t: int) -> bool:
+        r = memo.get(t)
+        if r is None:
+            r = memo[t] = _term_productive(t)
+        return r
+
+    def _term_productive(t: int) -> bool:
         k = store.kind[t]
         if t == NOTHING:
             return False
@@ -211,6 +218,7 @@ def _productive(store: TermStore, bodies: list[int]) -> list[bool]:
     changed = True
     while changed:
         changed = False
+        memo.clear()  # answers may change once a machine is known productive
         for i, b in enumerate(bodies):
             if not prod[i] and term_productive(b):
                 prod[i] = changed = True
@@ -251,8 +259,15 @@ def _machine_shortest(store: TermStore, bodies: list[int]) -> list[int | None]:
     """Shortest sentence length of each machine in bytes (Bellman-Ford style fixpoint)."""
     inf = float("inf")
     best: list[float] = [inf] * len(bodies)
+    memo: dict[int, float] = {}
 
     def length(t: int) -> float:
+        r = memo.get(t)
+        if r is None:
+            r = memo[t] = _length(t)
+        return r
+
+    def _length(t: int) -> float:
         k = store.kind[t]
         if k == SYM_K:
             sym = store.a[t]
@@ -269,6 +284,7 @@ def _machine_shortest(store: TermStore, bodies: list[int]) -> list[int | None]:
 
     for _ in range(len(bodies) + 1):
         changed = False
+        memo.clear()
         for i, b in enumerate(bodies):
             v = length(b)
             if v < best[i]:
