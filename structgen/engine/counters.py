@@ -52,14 +52,15 @@ class CountedHead:
 
 def counted_head(store: TermStore, top: int) -> CountedHead | None:
     """Recognise a counted repetition at the head of ``top`` that this module can handle."""
+    top = store.force(top)
     if store.kind[top] == SEQ_K:
-        head, rest = store.a[top], store.b[top]
+        head, rest = store.force(store.a[top]), store.b[top]
     else:
         head, rest = top, 1  # EMPTY
     other = None
     if store.kind[head] == AND_K:
         # a pattern intersected with length bounds: count the units, let the pattern loop
-        a, b = store.a[head], store.b[head]
+        a, b = store.force(store.a[head]), store.force(store.b[head])  # type: ignore[arg-type]
         if store.kind[b] == REPEAT_K:  # type: ignore[index]
             other, head = a, b  # type: ignore[assignment]
         elif store.kind[a] == REPEAT_K:

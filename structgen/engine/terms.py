@@ -23,7 +23,7 @@ from typing import Callable, Iterator
 from ..errors import LimitError
 
 # term kinds
-NOTHING_K, EMPTY_K, BYTES_K, SEQ_K, ALT_K, REPEAT_K, AND_K, DIFF_K, POSS_K, SYM_K = range(10)
+NOTHING_K, EMPTY_K, BYTES_K, SEQ_K, ALT_K, REPEAT_K, AND_K, DIFF_K, POSS_K, SYM_K, LAZY_K = range(11)
 
 NOTHING = 0  # the empty language
 EMPTY = 1  # the empty string
@@ -55,6 +55,9 @@ class TermStore:
         self._deriv: dict[int, int] = {}  # key: term * 512 + byte
         self._deriv_np: dict[int, int] = {}
         self._lower: dict[int, int] = {}
+        self._forced: dict[int, int] = {}
+        #: builds the term of a lazy term's key (set by the grammar lowering)
+        self.expander: Callable[[object], int] | None = None
         self._deriv_sym: dict[tuple[int, int, int], int] = {}
         self._nullable_at: dict[tuple[int, int], bool] = {}
         self._classes: dict[int, tuple[int, ...]] = {}
@@ -83,6 +86,22 @@ class TermStore:
         self.flags.append(flags)
         self._intern[key] = tid
         return tid
+
+    def lazy(self, key: object, nullable: bool, flags: int) -> int:
+        """A term whose structure is built on first use by the ``expander`` (a rule not lowered
+        yet): compile stays proportional to what a generation actually reaches."""
+        return self._make((LAZY_K, key), LAZY_K, 0, key, nullable, flags)
+
+    def force(self, t: int) -> int:
+        """The built term behind a lazy one (any other term is returned as is)."""
+        if self.kind[t] != LAZY_K:
+            return t
+        r = self._forced.get(t)
+        if r is None:
+            if self.expander is None:
+                raise AssertionError("lazy term without an expander")
+            r = self._forced[t] = self.expander(self.b[t])
+        return r
 
     def bytes_(self, mask: int) -> int:
         if mask == 0:
@@ -263,6 +282,8 @@ class TermStore:
 
     def _derive(self, t: int, c: int, sub: Callable[[int, int], int]) -> int:
         k = self.kind[t]
+        if k == LAZY_K:
+            return sub(self.force(t), c)
         if k == BYTES_K:
             return EMPTY if (self.b[t] >> c) & 1 else NOTHING  # type: ignore[operator]
         if k == SEQ_K:
@@ -347,6 +368,9 @@ class TermStore:
         r = self._classes.get(t)
         if r is not None:
             return r
+        if self.kind[t] == LAZY_K:
+            r = self._classes[t] = self.classes(self.force(t))
+            return r
         k = self.kind[t]
         if k == BYTES_K:
             m = self.b[t]
@@ -427,7 +451,9 @@ class TermStore:
         r = self._lower.get(t)
         if r is None:
             k = self.kind[t]
-            if k in (EMPTY_K, SYM_K, NOTHING_K):
+            if k == LAZY_K:
+                r = self._estimate(self.force(t))
+            elif k in (EMPTY_K, SYM_K, NOTHING_K):
                 r = 0
             elif k == BYTES_K:
                 r = 1
@@ -467,6 +493,8 @@ class TermStore:
 
     def _shortest_plain(self, t: int) -> int:
         k = self.kind[t]
+        if k == LAZY_K:
+            return self.shortest(self.force(t))  # type: ignore[return-value]
         if k in (EMPTY_K, SYM_K):
             return 0
         if k == BYTES_K:
