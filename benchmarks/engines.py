@@ -147,9 +147,12 @@ def any_json_grammar():  # type: ignore[no-untyped-def]
 
 
 def structgen_has_schema_translator() -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec("structgen.schema") is not None
+    """Whether ``Grammar.from_json_schema`` has its translator on this branch."""
+    try:
+        from structgen.schema import json_schema_to_grammar  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 def structgen_grammar(schema: Any, source: str):  # type: ignore[no-untyped-def]
@@ -166,7 +169,7 @@ def structgen_grammar(schema: Any, source: str):  # type: ignore[no-untyped-def]
     if source == "auto" and not structgen_has_schema_translator():
         if schema == {} or schema is True:
             return any_json_grammar()
-        raise CompileError("skipped: structgen's JSON Schema translator (structgen.schema) is not on this branch yet")
+        raise CompileError("skipped: structgen's JSON Schema translator (structgen.schema.json_schema_to_grammar) is not on this branch yet")
     return Grammar.from_json_schema(schema)
 
 
