@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 from ..errors import LimitError, SchemaError
 from ..grammar import ir
-from .json_text import ANY_STRING_CHAR, number_literal, string_all_spellings, string_literal
+from .json_text import ALL_SCALARS, ANY_U_ESCAPE, SHORT_ESCAPES, number_literal, spell_class, string_all_spellings, string_literal
 from .loader import pointer_text
 from .model import AllOfH, AnyH, AnyOfH, ConstH, Fixed, Handle, Loc, NeverH, NotH, NumberC, NumValues, Schema, StringC, StrValues
 from .scalars import number_record_node, string_node
@@ -39,7 +39,11 @@ class Emitter:
         self.layout = Layout(self.opts)
         if self.layout.needs_gap_rule():
             self.layout.gap = self.shared("ws", self.layout.gap_body)
-        self.string_char = self.shared("string-char", ANY_STRING_CHAR)
+        self.u_escape = self.shared("u-escape", ANY_U_ESCAPE)
+        self.short_escape = self.shared("short-escape", SHORT_ESCAPES)
+        self.string_char = self.shared(
+            "string-char", spell_class(ALL_SCALARS, u_rule=self.u_escape, esc_rule=self.short_escape)
+        )
 
     # -- rules ---------------------------------------------------------------------------------
 
@@ -149,11 +153,17 @@ class Emitter:
         if isinstance(alt, NumValues):
             return ir.alt(*(number_literal(v) for v in sorted(alt.values)))
         assert isinstance(alt, NumberC)
+        aux: dict[str, ir.Node] = {}
         try:
-            node = number_record_node(alt)
+            node = number_record_node(alt, aux)
         except SchemaError as e:
             self.ctx.refuse_error(e)
-            node = number_record_node(NumberC(integer=alt.integer))
+            aux = {}
+            node = number_record_node(NumberC(integer=alt.integer), aux)
+        for rule_name, body in aux.items():  # named after the constraint: equal ones are shared
+            if rule_name not in self.rules:
+                self.names.add(rule_name)
+                self.rules[rule_name] = body
         return self.shared("integer" if alt.integer else "number", node)
 
     def string_alt(self, alt: Any) -> ir.Node:

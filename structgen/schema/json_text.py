@@ -1,24 +1,24 @@
-"""JSON lexical pieces as grammar nodes: string characters in every spelling, literals, numbers.
+"""JSON lexical pieces as grammar nodes: string characters and their spellings, literals, numbers.
 
-A JSON string may spell a character raw or escaped (``"a"``, ``"\\u0061"``, ``"\\u0061"`` with
-upper-case hex...). Two uses need different answers:
+A JSON string may spell a character raw or escaped (``"é"``, ``"\\u00e9"``, ``"\\u00E9"``). The
+translator accepts raw characters, the short escapes (``\\n``, ``\\"``, ``\\/``...) and
+``\\uXXXX`` in either hex case for every character *except printable ASCII*: ``"\\u0061"`` for
+``"a"`` is not accepted (no serialiser writes it, and the scalar string translator makes the same
+choice). Lone surrogate escapes (``"\\ud800"`` not followed by a low surrogate) are never accepted:
+they denote no Unicode text. Because every decoded string then has a small, known set of
+spellings, a set of known strings can be excluded exactly (:func:`string_not_in`: object keys
+other than the listed ones; no spelling of a listed name slips through as "another" key).
 
-* to *write* a known string (a property name, an ``enum`` value) we accept the spellings Python
-  and JavaScript serialisers produce: raw UTF-8 with the short escapes (``json.dumps(...,
-  ensure_ascii=False)``) and the ASCII-only form with ``\\uXXXX`` (``json.dumps``);
-  :func:`string_literal`;
-* to *exclude* known strings (property names that are not "additional", ``not: {enum: [...]}``)
-  every spelling must be excluded, so that no spelling of a listed name slips through as another
-  name; :func:`spell_class` and :func:`string_not_in` cover them all.
-
-Lone surrogate escapes (``"\\ud800"`` not followed by a low surrogate) are never accepted: they
-denote no Unicode text. Numbers: :func:`number_literal` gives the usual spellings of one value.
+Known strings are written (:func:`string_literal`) as serialisers write them: raw UTF-8 with the
+short escapes (``json.dumps(..., ensure_ascii=False)``) or ASCII-only (``json.dumps``).
+Numbers: :func:`number_literal` gives the usual spellings of one value.
 """
 
 from __future__ import annotations
 
 import json
 from fractions import Fraction
+from functools import lru_cache
 from typing import Callable, Iterable
 
 from ..grammar import ir
@@ -26,7 +26,7 @@ from .jsonvalue import decimal_text
 
 QUOTE = ir.lit('"')
 _SURR = ir.SURROGATES
-_ALL_SCALARS: ir.Ranges = ((0, _SURR[0] - 1), (_SURR[1] + 1, ir.MAX_CODEPOINT))
+ALL_SCALARS: ir.Ranges = ((0, _SURR[0] - 1), (_SURR[1] + 1, ir.MAX_CODEPOINT))
 _SHORT_ESCAPES = {0x22: '"', 0x5C: "\\", 0x2F: "/", 0x08: "b", 0x0C: "f", 0x0A: "n", 0x0D: "r", 0x09: "t"}
 _RAW_EXCLUDED: ir.Ranges = ((0, 0x1F), (0x22, 0x22), (0x5C, 0x5C))
 
@@ -80,23 +80,52 @@ def _intersect(a: ir.Ranges, b: ir.Ranges) -> ir.Ranges:
     return ir.normalize_ranges(out, ir.MAX_CODEPOINT)
 
 
-def spell_class(ranges: ir.Ranges) -> ir.Node:
-    """Every JSON string-content spelling of one character whose code point is in ``ranges``."""
+#: Code points whose ``\\uXXXX`` spelling is accepted: everything but printable ASCII (see the
+#: module docstring: ``"\\u0061"`` for ``"a"`` is refused, like the scalar string translator does).
+U_ESCAPED: ir.Ranges = ((0, 0x1F), (0x7F, _SURR[0] - 1), (_SURR[1] + 1, ir.MAX_CODEPOINT))
+
+
+@lru_cache(maxsize=4096)
+def _u_escapes(ranges: ir.Ranges) -> ir.Node:
+    parts: list[ir.Node] = []
+    for lo, hi in _intersect(ranges, ((0, 0xFFFF),)):
+        parts.append(hex_range(lo, hi))
+    for lo, hi in _intersect(ranges, ((0x10000, ir.MAX_CODEPOINT),)):
+        parts.extend(_surrogate_pairs(lo, hi))
+    return ir.seq(ir.lit("\\u"), ir.alt(*parts)) if parts else ir.NOTHING
+
+
+SHORT_ESCAPES = ir.alt(*(ir.lit("\\" + letter) for letter in _SHORT_ESCAPES.values()))
+_SHORT_CPS = tuple(sorted(_SHORT_ESCAPES))
+
+
+@lru_cache(maxsize=4096)
+def spell_class(
+    ranges: ir.Ranges, *, all_escapes: bool = False, u_rule: ir.Node | None = None, esc_rule: ir.Node | None = None
+) -> ir.Node:
+    """The JSON string-content spellings of one character whose code point is in ``ranges``.
+
+    Raw characters, the short escapes, and ``\\uXXXX`` (either hex case, surrogate pairs for
+    astral characters) - the latter only outside printable ASCII unless ``all_escapes``.
+    ``u_rule`` stands for the ``\\u`` spellings of all of :data:`U_ESCAPED` and ``esc_rule`` for
+    all the short escapes (:data:`SHORT_ESCAPES`), as shared rules.
+    """
     ranges = ir.subtract_ranges(ir.normalize_ranges(ranges, ir.MAX_CODEPOINT), (_SURR,))
     parts: list[ir.Node] = []
     raw = ir.subtract_ranges(ranges, _RAW_EXCLUDED)
     if raw:
         parts.append(ir.CharClass(raw))
-    for cp, letter in _SHORT_ESCAPES.items():
-        if any(lo <= cp <= hi for lo, hi in ranges):
-            parts.append(ir.lit("\\" + letter))
-    unicode_parts: list[ir.Node] = []
-    for lo, hi in _intersect(ranges, ((0, 0xFFFF),)):
-        unicode_parts.append(hex_range(lo, hi))
-    for lo, hi in _intersect(ranges, ((0x10000, ir.MAX_CODEPOINT),)):
-        unicode_parts.extend(_surrogate_pairs(lo, hi))
-    if unicode_parts:
-        parts.append(ir.seq(ir.lit("\\u"), ir.alt(*unicode_parts)))
+    present = [cp for cp in _SHORT_CPS if any(lo <= cp <= hi for lo, hi in ranges)]
+    if esc_rule is not None and len(present) == len(_SHORT_CPS):
+        parts.append(esc_rule)
+    else:
+        parts.extend(ir.lit("\\" + _SHORT_ESCAPES[cp]) for cp in present)
+    escaped = ranges if all_escapes else _intersect(ranges, U_ESCAPED)
+    if escaped:
+        if u_rule is not None and escaped == U_ESCAPED:
+            parts.append(u_rule)
+        else:
+            parts.append(_u_escapes(escaped))
     return ir.alt(*parts) if parts else ir.NOTHING
 
 
@@ -126,11 +155,12 @@ def _surrogate_pairs(lo: int, hi: int) -> list[ir.Node]:
     return out
 
 
-def spell_char(c: str) -> ir.Node:
-    return spell_class(((ord(c), ord(c)),))
+def spell_char(c: str, *, all_escapes: bool = False) -> ir.Node:
+    return spell_class(((ord(c), ord(c)),), all_escapes=all_escapes)
 
 
-ANY_STRING_CHAR = spell_class(_ALL_SCALARS)
+ANY_U_ESCAPE = _u_escapes(U_ESCAPED)
+ANY_STRING_CHAR = spell_class(ALL_SCALARS)
 
 
 def any_string(char: ir.Node = ANY_STRING_CHAR) -> ir.Node:
@@ -147,13 +177,15 @@ def string_literal(s: str) -> ir.Node:
 
 def string_all_spellings(s: str) -> ir.Node:
     """A string token for ``s`` in every spelling JSON allows."""
-    return ir.seq(QUOTE, *(spell_char(c) for c in s), QUOTE)
+    return ir.seq(QUOTE, *(spell_char(c, all_escapes=True) for c in s), QUOTE)
 
 
 def string_not_in(
     values: Iterable[str],
     *,
     char: ir.Node = ANY_STRING_CHAR,
+    u_rule: ir.Node | None = None,
+    esc_rule: ir.Node | None = None,
     define: Callable[[ir.Node], ir.Node] | None = None,
     chunk: int = 24,
 ) -> ir.Node:
@@ -187,11 +219,11 @@ def string_not_in(
         if end not in t:
             parts.append(QUOTE)
         for k in kids:
-            parts.append(ir.seq(spell_char(k), built[id(t[k])]))
+            parts.append(ir.seq(spell_class(((ord(k), ord(k)),), u_rule=u_rule, esc_rule=esc_rule), built[id(t[k])]))
         others = ir.complement_ranges(tuple((ord(k), ord(k)) for k in kids), ir.MAX_CODEPOINT) if kids else (
             (0, ir.MAX_CODEPOINT),
         )
-        parts.append(ir.seq(spell_class(others), rest))
+        parts.append(ir.seq(spell_class(others, u_rule=u_rule, esc_rule=esc_rule), rest))
         node = ir.alt(*parts)
         if define is not None and d > 0 and d % chunk == 0:
             node = define(node)

@@ -14,6 +14,7 @@ and ``id``.
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from fractions import Fraction
 from typing import Any
@@ -70,6 +71,7 @@ OTHER = ("type", "enum", "const", "unevaluatedProperties", "unevaluatedItems")
 KNOWN = frozenset(NUMBER_KEYWORDS + STRING_KEYWORDS + ARRAY_KEYWORDS + OBJECT_KEYWORDS + APPLICATORS + OTHER) | ANNOTATIONS | frozenset(NO_EFFECT_ALONE) | {"id"}
 
 _TYPES = ("null", "boolean", "object", "array", "number", "string", "integer")
+_KNOWN_META = re.compile(r"^https?://json-schema\.org/(draft-0[3-7]/schema|draft/(2019-09|2020-12)/schema)#?$")
 
 
 def _bad(kw: str, ptr: tuple, msg: str) -> SchemaError:
@@ -378,6 +380,9 @@ def normalize_object(ctx: Any, ptr: tuple, node: Any) -> Schema:
         raise SchemaError("a schema must be an object or a boolean", keyword=None, pointer=pointer_text(ptr))
     p = pointer_text(ptr)
     ctx.account(p, node)
+    meta = node.get("$schema")
+    if meta is not None and not (isinstance(meta, str) and _KNOWN_META.match(meta)):
+        ctx.refuse("$schema", p, f"unknown meta-schema {meta!r}: the vocabularies it enables are unknown")
     parts: list[Schema] = []
     if "type" in node:
         parts.append(_type_schema(node, ptr))

@@ -34,6 +34,7 @@ class _Entry:
     node: ir.Node  # key, colon and value
     required: bool
     index: int
+    ordered: bool  # named in a ``properties``: written in schema order; else in any order
 
 
 def _forbid(rec: ObjectC, key: str, ctx: Any) -> ObjectC | None:
@@ -151,7 +152,7 @@ def _extra_classes(em: Any, rec: ObjectC, listed: list[str], names: Any, depth: 
     if pats and len({v for _, v in cells}) == 1:
         live = [(frozenset(), cells[0][1])]
         pats = []
-    base = string_not_in(listed, char=em.string_char, define=lambda n: em.define("key-rest", n))
+    base = string_not_in(listed, char=em.string_char, u_rule=em.u_escape, esc_rule=em.short_escape, define=lambda n: em.define("key-rest", n))
     names_node = None
     if names is not None:
         names_node = ir.alt(*(em.string_alt(a) for a in names.string))
@@ -181,6 +182,7 @@ def _build(em: Any, rec: ObjectC, depth: Any, name: str) -> ir.Node:
     else:
         names_keys = None
     listed = listed_keys(rec)
+    in_props = {k for pol in rec.policies for k, _ in pol.props}
     all_listed = list(listed)
     if names_keys is not None:
         all_listed += [k for k in names_keys if k not in listed]
@@ -194,14 +196,13 @@ def _build(em: Any, rec: ObjectC, depth: Any, name: str) -> ir.Node:
                 return ir.NOTHING
             continue
         node = ir.seq(string_literal(k), colon, em.handle_rule(verdict, child))
-        entries.append(_Entry(node, k in rec.required, len(entries)))
+        entries.append(_Entry(node, k in rec.required, len(entries), k in in_props))
     extras = [] if names_keys is not None else _extra_classes(em, rec, all_listed, names, depth)
+    ordered = [e for e in entries if e.ordered and ctx.opts.property_order != "any"]
+    bag = [e for e in entries if not (e.ordered and ctx.opts.property_order != "any")]
     if ctx.opts.property_order == "required_first":
-        entries.sort(key=lambda e: (not e.required, e.index))
-    if ctx.opts.property_order == "any":
-        body = _any_order(em, rec, entries, extras, depth, name)
-    else:
-        body = _in_order(em, rec, entries, extras, depth, name)
+        ordered.sort(key=lambda e: (not e.required, e.index))
+    body = _in_order(em, rec, ordered, bag, extras, depth, name)
     return ir.seq(ir.lit("{"), body, ir.lit("}"))
 
 
@@ -245,7 +246,10 @@ def _extras_tail(em: Any, extras: list[ir.Node], counter: _Counter, c: int, dept
     return ir.seq(ir.repeat(comma_x, lo, hi), lay.close(depth))
 
 
-def _in_order(em: Any, rec: ObjectC, entries: list[_Entry], extras: list[ir.Node], depth: Any, name: str) -> ir.Node:
+def _in_order(
+    em: Any, rec: ObjectC, entries: list[_Entry], bag: list[_Entry], extras: list[ir.Node], depth: Any, name: str
+) -> ir.Node:
+    """Listed properties in order (states: position, count), then the bag and the other keys."""
     counter = _Counter(rec.min_props, rec.max_props)
     n = len(entries)
     states = (n + 1) * (counter.cap + 1)
@@ -254,11 +258,15 @@ def _in_order(em: Any, rec: ObjectC, entries: list[_Entry], extras: list[ir.Node
             f"object at {rec.ptr or '#'} needs {states} states", limit="max_count_states", value=em.opts.max_count_states
         )
     lay = em.layout
+    machine = _BagMachine(em, rec, bag, extras, counter, depth, name) if bag else None
     refs: dict[tuple[int, int], ir.Node] = {}
     # build from the end so each state refers to already defined ones
     for i in range(n, -1, -1):
         for c in range(counter.cap, -1, -1):
             if i == n:
+                if machine is not None:
+                    refs[(i, c)] = machine.state(frozenset(), c)
+                    continue
                 body = _extras_tail(em, extras, counter, c, depth)
             else:
                 e = entries[i]
@@ -269,49 +277,56 @@ def _in_order(em: Any, rec: ObjectC, entries: list[_Entry], extras: list[ir.Node
                     parts.append(ir.seq(lay.sep(c, depth), e.node, refs[(i + 1, counter.add(c))]))
                 body = ir.alt(*parts)
             refs[(i, c)] = body if (i == n and not extras) else em.define(f"{name}-{i}-{c}", body)
+    if machine is not None:
+        machine.run()
     return refs[(0, 0)]
 
 
-def _any_order(em: Any, rec: ObjectC, entries: list[_Entry], extras: list[ir.Node], depth: Any, name: str) -> ir.Node:
-    counter = _Counter(rec.min_props, rec.max_props)
-    lay = em.layout
-    required = frozenset(i for i, e in enumerate(entries) if e.required)
-    limit = em.opts.max_any_order_states
-    x = None
-    if extras:
-        x = extras[0] if len(extras) == 1 else em.shared("entry", ir.alt(*extras))
-    names: dict[tuple[frozenset[int], int], str] = {}
-    order: list[tuple[frozenset[int], int]] = []
+class _BagMachine:
+    """Entries in any order, each at most once, other keys interleaved: states are (entries
+    written, count), at most ``max_any_order_states`` of them."""
 
-    def state(s: frozenset[int], c: int) -> ir.Ref:
+    def __init__(
+        self, em: Any, rec: ObjectC, bag: list[_Entry], extras: list[ir.Node], counter: _Counter, depth: Any, name: str
+    ) -> None:
+        self.em, self.rec, self.bag, self.counter, self.depth, self.name = em, rec, bag, counter, depth, name
+        self.required = frozenset(i for i, e in enumerate(bag) if e.required)
+        self.x = None
+        if extras:
+            self.x = extras[0] if len(extras) == 1 else em.shared("entry", ir.alt(*extras))
+        self.names: dict[tuple[frozenset[int], int], str] = {}
+        self.order: list[tuple[frozenset[int], int]] = []
+        self.done = 0
+
+    def state(self, s: frozenset[int], c: int) -> ir.Ref:
         key = (s, c)
-        if key not in names:
-            if len(names) >= limit:
+        if key not in self.names:
+            limit = self.em.opts.max_any_order_states
+            if len(self.names) >= limit:
                 raise LimitError(
-                    f"property_order='any' for the object at {rec.ptr or '#'} needs more than {limit} states",
+                    f"the properties of the object at {self.rec.ptr or '#'} in any order need more than {limit} states",
                     limit="max_any_order_states",
                     value=limit,
                 )
-            names[key] = em.fresh(f"{name}-any")
-            order.append(key)
-        return ir.Ref(names[key])
+            self.names[key] = self.em.fresh(f"{self.name}-any")
+            self.order.append(key)
+        return ir.Ref(self.names[key])
 
-    state(frozenset(), 0)
-    k = 0
-    while k < len(order):
-        s, c = order[k]
-        k += 1
-        parts: list[ir.Node] = []
-        if required <= s and counter.can_end(c):
-            parts.append(lay.end(c, depth))
-        if counter.can_add(c):
-            for i, e in enumerate(entries):
-                if i not in s:
-                    parts.append(ir.seq(lay.sep(c, depth), e.node, state(s | {i}, counter.add(c))))
-            if x is not None:
-                parts.append(ir.seq(lay.sep(c, depth), x, state(s, counter.add(c))))
-        em.rules[names[(s, c)]] = ir.alt(*parts)
-    return ir.Ref(names[(frozenset(), 0)])
+    def run(self) -> None:
+        lay, counter, depth = self.em.layout, self.counter, self.depth
+        while self.done < len(self.order):
+            s, c = self.order[self.done]
+            self.done += 1
+            parts: list[ir.Node] = []
+            if self.required <= s and counter.can_end(c):
+                parts.append(lay.end(c, depth))
+            if counter.can_add(c):
+                for i, e in enumerate(self.bag):
+                    if i not in s:
+                        parts.append(ir.seq(lay.sep(c, depth), e.node, self.state(s | {i}, counter.add(c))))
+                if self.x is not None:
+                    parts.append(ir.seq(lay.sep(c, depth), self.x, self.state(s, counter.add(c))))
+            self.em.rules[self.names[(s, c)]] = ir.alt(*parts)
 
 
 __all__ = ["object_node", "expand_dependencies", "StringC"]

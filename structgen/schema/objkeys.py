@@ -13,14 +13,13 @@ from .model import TRUE, Handle, KeyPolicy, ObjectC, all_of
 
 
 def policy_verdict(policy: KeyPolicy, key: str, ctx: Any) -> Handle:
-    for name, h in policy.props:
-        if name == key:
-            return h
-    matched = []
+    """``properties[key]`` and every matching ``patternProperties`` schema; if neither applies,
+    ``additionalProperties``."""
+    matched = [h for name, h in policy.props if name == key]
     for pat, h in policy.patterns:
         verdict = ctx.pattern_matches(pat, policy.ptr, key)
         if verdict is None:  # lenient mode refused the pattern: nothing is known about this key
-            return TRUE
+            return all_of(*matched)
         if verdict:
             matched.append(h)
     if matched:

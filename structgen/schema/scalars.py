@@ -39,8 +39,10 @@ def _py(f: Fraction | None) -> Any:
     return None if f is None else fraction_to_python(f)
 
 
-def number_record_node(rec: NumberC) -> ir.Node:
-    """The token node of a number record (bounds already normalised by the algebra)."""
+def number_record_node(rec: NumberC, rules: dict[str, ir.Node]) -> ir.Node:
+    """The token node of a number record (bounds already normalised by the algebra).
+
+    ``multipleOf`` may need auxiliary (right-linear) rules; they are added to ``rules``."""
     lo, lo_ex = rec.lo if rec.lo is not None else (None, False)
     hi, hi_ex = rec.hi if rec.hi is not None else (None, False)
     kwargs = dict(
@@ -51,4 +53,7 @@ def number_record_node(rec: NumberC) -> ir.Node:
         multiple_of=_py(rec.multiple),
         pointer=rec.ptr,
     )
-    return (_integer_node if rec.integer else _number_node)(**kwargs)
+    fn = _integer_node if rec.integer else _number_node
+    if REAL_SCALARS:
+        return fn(rules=rules, **kwargs)
+    return fn(**kwargs)

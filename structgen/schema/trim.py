@@ -97,10 +97,18 @@ def _productive_node(node: ir.Node, productive: set[str]) -> bool:
     return value[id(node)]
 
 
-def productive_rules(rules: dict[str, ir.Node]) -> set[str]:
+def _ref_counts(node: ir.Node) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for n in ir.iter_nodes(node):
+        if isinstance(n, ir.Ref):
+            out[n.name] = out.get(n.name, 0) + 1
+    return out
+
+
+def productive_rules(rules: dict[str, ir.Node], refs: dict[str, dict[str, int]]) -> set[str]:
     users: dict[str, set[str]] = {}
-    for name, body in rules.items():
-        for r in ir.refs(body):
+    for name in rules:
+        for r in refs[name]:
             users.setdefault(r, set()).add(name)
     productive: set[str] = set()
     work = list(rules)
@@ -119,83 +127,131 @@ def productive_rules(rules: dict[str, ir.Node]) -> set[str]:
     return productive
 
 
-def reachable_rules(rules: dict[str, ir.Node], start: str) -> list[str]:
-    seen = {start}
-    order = [start]
-    i = 0
-    while i < len(order):
-        for r in sorted(ir.refs(rules[order[i]])):
-            if r in rules and r not in seen:
-                seen.add(r)
-                order.append(r)
-        i += 1
-    return order
-
-
-def _recursive(rules: dict[str, ir.Node]) -> set[str]:
-    from ..grammar import Grammar
-
-    return set(Grammar(rules, next(iter(rules))).recursive_rules()) if rules else set()
+def _sccs_recursive(graph: dict[str, list[str]]) -> set[str]:
+    """Names on a cycle (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on: set[str] = set()
+    stack: list[str] = []
+    out: set[str] = set()
+    counter = 0
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, 0)]
+        while work:
+            v, i = work.pop()
+            if i == 0:
+                index[v] = low[v] = counter
+                counter += 1
+                stack.append(v)
+                on.add(v)
+            succ = graph[v]
+            pushed = False
+            while i < len(succ):
+                w = succ[i]
+                i += 1
+                if w not in index:
+                    work.append((v, i))
+                    work.append((w, 0))
+                    pushed = True
+                    break
+                if w in on:
+                    low[v] = min(low[v], index[w])
+            if pushed:
+                continue
+            if low[v] == index[v]:
+                comp = []
+                while True:
+                    w = stack.pop()
+                    on.discard(w)
+                    comp.append(w)
+                    if w == v:
+                        break
+                if len(comp) > 1 or v in graph[v]:
+                    out.update(comp)
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[v])
+    return out
 
 
 def trim(rules: dict[str, ir.Node], start: str, *, inline_depth: int = 40, max_depth: int = 150) -> dict[str, ir.Node]:
     """Productive, reachable rules with single-use rules inlined; ``{}`` if ``start`` derives nothing."""
-    productive = productive_rules(rules)
+    refs = {name: _ref_counts(body) for name, body in rules.items()}
+    productive = productive_rules(rules, refs)
     if start not in productive:
         return {}
+    dead = set(rules) - productive
 
     def cut(n: ir.Node) -> ir.Node:
-        return ir.NOTHING if isinstance(n, ir.Ref) and n.name not in productive else n
+        return ir.NOTHING if isinstance(n, ir.Ref) and n.name in dead else n
 
-    cleaned = {name: _rebuild(body, cut) for name, body in rules.items() if name in productive}
-    order = reachable_rules(cleaned, start)
+    cleaned: dict[str, ir.Node] = {}
+    for name in rules:
+        if name in productive:
+            body = rules[name]
+            if dead and any(r in dead for r in refs[name]):
+                body = _rebuild(body, cut)
+                refs[name] = _ref_counts(body)
+            cleaned[name] = body
+    # reachable, in breadth-first order from the start
+    order = [start]
+    seen = {start}
+    i = 0
+    while i < len(order):
+        for r in refs[order[i]]:
+            if r in cleaned and r not in seen:
+                seen.add(r)
+                order.append(r)
+        i += 1
     cleaned = {name: cleaned[name] for name in order}
-    return _inline(cleaned, start, inline_depth, max_depth)
+    return _inline(cleaned, {n: refs[n] for n in order}, start, inline_depth, max_depth)
 
 
-def _inline(rules: dict[str, ir.Node], start: str, inline_depth: int, max_depth: int) -> dict[str, ir.Node]:
+def _inline(
+    rules: dict[str, ir.Node], refs: dict[str, dict[str, int]], start: str, inline_depth: int, max_depth: int
+) -> dict[str, ir.Node]:
     count: dict[str, int] = {}
-    for body in rules.values():
-        for n in ir.iter_nodes(body):
-            if isinstance(n, ir.Ref):
-                count[n.name] = count.get(n.name, 0) + 1
-    recursive = _recursive(rules)
+    for name in rules:
+        for r, k in refs[name].items():
+            count[r] = count.get(r, 0) + k
+    graph = {name: [r for r in refs[name] if r in rules] for name in rules}
+    recursive = _sccs_recursive(graph)
     candidates = {n for n, c in count.items() if c == 1 and n != start and n not in recursive and n in rules}
-    # callees before callers: reverse of a DFS post-order over non-recursive references
+    if not candidates:
+        return rules
+    # callees before callers: a DFS post-order over references
     order: list[str] = []
-    state: dict[str, int] = {}
+    state: set[str] = set()
     for root in rules:
         if root in state:
             continue
-        stack = [(root, iter(sorted(ir.refs(rules[root]))))]
-        state[root] = 1
+        state.add(root)
+        stack = [(root, iter(graph[root]))]
         while stack:
             name, it = stack[-1]
-            advanced = False
             for r in it:
-                if r in rules and r not in state:
-                    state[r] = 1
-                    stack.append((r, iter(sorted(ir.refs(rules[r])))))
-                    advanced = True
+                if r not in state:
+                    state.add(r)
+                    stack.append((r, iter(graph[r])))
                     break
-            if not advanced:
+            else:
                 stack.pop()
-                state[name] = 2
                 order.append(name)
     final: dict[str, ir.Node] = {}
     depth_of: dict[str, int] = {}
     inlined: set[str] = set()
     for name in order:
         body = rules[name]
-        if ir.depth(body) <= max_depth - inline_depth:
-
-            def sub(n: ir.Node) -> ir.Node:
-                if isinstance(n, ir.Ref) and n.name in candidates and n.name in final and depth_of[n.name] <= inline_depth:
-                    inlined.add(n.name)
-                    return final[n.name]
-                return n
-
-            body = _rebuild(body, sub)
+        subs = [r for r in refs[name] if r in candidates and depth_of.get(r, max_depth) <= inline_depth]
+        if subs:
+            d0 = ir.depth(body)
+            if d0 <= max_depth - inline_depth:
+                chosen = set(subs)
+                inlined.update(chosen)
+                body = _rebuild(body, lambda n: final[n.name] if isinstance(n, ir.Ref) and n.name in chosen else n)
         final[name] = body
-        depth_of[name] = ir.depth(body)
+        if name in candidates:
+            depth_of[name] = ir.depth(body)
     return {name: final[name] for name in rules if name not in inlined}
