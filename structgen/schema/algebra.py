@@ -15,7 +15,9 @@ from fractions import Fraction
 from typing import Any, Callable, Sequence, TypeVar
 
 from ..errors import LimitError
+from .objkeys import key_verdict
 from .model import (
+    FALSE,
     NEVER,
     ArrayC,
     Bound,
@@ -61,13 +63,22 @@ def _tighter_hi(a: Bound | None, b: Bound | None) -> Bound | None:
 
 
 def make_number(
-    lo: Bound | None, hi: Bound | None, multiple: Fraction | None, integer: bool, ptr: str = ""
+    lo: Bound | None,
+    hi: Bound | None,
+    multiple: Fraction | None,
+    integer: bool,
+    ptr: str = "",
+    non_integer: bool = False,
 ) -> NumberC | None:
     """A normalised number record, or None if no number satisfies it.
 
     For integers, bounds become inclusive integers and a fractional ``multipleOf p/q`` becomes
     ``multipleOf p`` (an integer ``x`` is a multiple of ``p/q`` exactly when ``p`` divides ``x``).
     """
+    if integer and non_integer:
+        return None
+    if non_integer and multiple is not None and multiple.denominator == 1:
+        return None  # multiples of an integer are integers
     if integer:
         if lo is not None:
             v = math.ceil(lo[0])
@@ -86,18 +97,22 @@ def make_number(
     if lo is not None and hi is not None:
         if lo[0] > hi[0] or (lo[0] == hi[0] and (lo[1] or hi[1])):
             return None
-        if multiple is not None and (integer or True):
+        if non_integer and lo[0] == hi[0]:
+            return None if lo[0].denominator == 1 else NumberC(lo, hi, multiple, False, ptr, True)
+        if multiple is not None:
             # is there a multiple of m in [lo, hi]?
             first = math.ceil(lo[0] / multiple) * multiple
             if lo[1] and first == lo[0]:
                 first += multiple
             if first > hi[0] or (hi[1] and first == hi[0]):
                 return None
-    return NumberC(lo, hi, multiple, integer, ptr)
+    return NumberC(lo, hi, multiple, integer, ptr, non_integer)
 
 
 def number_accepts(rec: NumberC, v: Fraction) -> bool:
     if rec.integer and v.denominator != 1:
+        return False
+    if rec.non_integer and v.denominator == 1:
         return False
     if rec.lo is not None and (v < rec.lo[0] or (rec.lo[1] and v == rec.lo[0])):
         return False
@@ -125,7 +140,12 @@ def intersect_number(a: NumAlt, b: NumAlt, ctx: Any) -> NumAlt | None:
     if b.multiple is not None:
         multiple = b.multiple if multiple is None else _frac_lcm(multiple, b.multiple)
     return make_number(
-        _tighter_lo(a.lo, b.lo), _tighter_hi(a.hi, b.hi), multiple, a.integer or b.integer, a.ptr or b.ptr
+        _tighter_lo(a.lo, b.lo),
+        _tighter_hi(a.hi, b.hi),
+        multiple,
+        a.integer or b.integer,
+        a.ptr or b.ptr,
+        a.non_integer or b.non_integer,
     )
 
 
@@ -199,7 +219,7 @@ def intersect_object(a: ObjectC, b: ObjectC, ctx: Any) -> ObjectC | None:
     if hi is not None and lo > hi:
         return None
     policies = _merge_unique(a.policies, b.policies)
-    return ObjectC(
+    merged = ObjectC(
         tuple(p for p in policies if not p.is_trivial()),
         a.required | b.required,
         _merge_unique(a.required_order, b.required_order),
@@ -210,6 +230,19 @@ def intersect_object(a: ObjectC, b: ObjectC, ctx: Any) -> ObjectC | None:
         _merge_unique(a.dep_schemas, b.dep_schemas),
         a.ptr or b.ptr,
     )
+    # a required key whose value no schema allows empties the record: checked where both sides
+    # say something about the key (a discriminator ``const`` against another one...)
+    a_keys = {k for p in a.policies for k, _ in p.props}
+    b_keys = {k for p in b.policies for k, _ in p.props}
+    for k in merged.required:
+        verdict = key_verdict(merged, k, ctx)
+        if verdict is FALSE:
+            return None
+        if k in a_keys and k in b_keys:
+            vs = ctx.try_normalize(verdict)
+            if vs is not None and vs.is_empty():
+                return None
+    return merged
 
 
 # ---------------------------------------------------------------------------------------------
@@ -217,18 +250,19 @@ def intersect_object(a: ObjectC, b: ObjectC, ctx: Any) -> ObjectC | None:
 
 
 def _cross(xs: Sequence[T], ys: Sequence[T], merge: Callable[[T, T, Any], T | None], ctx: Any) -> tuple[T, ...]:
-    if len(xs) * len(ys) > ctx.opts.max_alternatives:
-        raise LimitError(
-            f"intersecting {len(xs)} by {len(ys)} alternatives",
-            limit="max_alternatives",
-            value=ctx.opts.max_alternatives,
-        )
+    """Pairwise merges of two disjunctions; most pairs of unrelated alternatives come out empty,
+    so the work is bounded (16 x ``max_alternatives`` pairs) and so is the result."""
+    limit = ctx.opts.max_alternatives
+    if len(xs) * len(ys) > 16 * limit:
+        raise LimitError(f"intersecting {len(xs)} by {len(ys)} alternatives", limit="max_alternatives", value=limit)
     out: list[T] = []
     for x in xs:
         for y in ys:
             m = merge(x, y, ctx)
             if m is not None and m not in out:
                 out.append(m)
+    if len(out) > limit:
+        raise LimitError(f"intersection with {len(out)} alternatives", limit="max_alternatives", value=limit)
     return tuple(out)
 
 
@@ -266,9 +300,10 @@ def _pool(lists: Sequence[tuple], ctx: Any) -> tuple:
                 return (alt,)
             if alt not in out:
                 out.append(alt)
+    out = list(_merge_values(tuple(out)))
     if len(out) > ctx.opts.max_alternatives:
         raise LimitError(f"union of {len(out)} alternatives", limit="max_alternatives", value=ctx.opts.max_alternatives)
-    return _merge_values(tuple(out))
+    return tuple(out)
 
 
 def _merge_values(alts: tuple) -> tuple:

@@ -12,7 +12,7 @@ and the keyword is weakened (never strengthened), otherwise it raises
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import LimitError, SchemaError
@@ -61,6 +61,15 @@ class Ignored:
     pointer: str
     keyword: str
     reason: str
+
+
+def _only(s: Schema, type_name: str) -> Schema:
+    """The part of ``s`` for one JSON type (number, string, array or object)."""
+    return replace(NEVER, **{type_name: getattr(s, type_name)})
+
+
+class _Cycle(SchemaError):
+    """A subschema was needed while it was being normalised."""
 
 
 class Compiler:
@@ -130,7 +139,7 @@ class Compiler:
             return cached
         if h in self._active_set:
             kw, p = via if via is not None else ("$ref", self.where)
-            raise SchemaError("reference cycle with no base case (the schema refers to itself in place)", keyword=kw, pointer=p)
+            raise _Cycle("reference cycle with no base case (the schema refers to itself in place)", keyword=kw, pointer=p)
         if len(self._active) >= self.opts.max_applicator_depth:
             raise LimitError(
                 "in-place applicators ($ref, allOf, ...) nest too deeply",
@@ -154,6 +163,16 @@ class Compiler:
         self._cache[h] = result
         return result
 
+    def try_normalize(self, h: Handle) -> Schema | None:
+        """The normal form of ``h``, or None if it cannot be had now (it depends on a subschema
+        being normalised: proofs that look inside subschemas must then give up)."""
+        try:
+            return self.normalize(h)
+        except _Cycle:
+            if not self._active:
+                raise
+            return None
+
     def _normalize(self, h: Handle) -> Schema:
         if isinstance(h, AnyH):
             return ANY
@@ -175,66 +194,90 @@ class Compiler:
 
     # -- combinators ----------------------------------------------------------------------------
 
-    def complement_or_refuse(self, s: Schema, keyword: str, pointer: str) -> Schema:
+    def complement_or_refuse(self, s: Schema, keyword: str, pointer: str, within: Schema | None = None) -> Schema:
         try:
-            return complement(s, self)
+            return complement(s, self, within)
         except Unsupported as e:
             self.refuse(keyword, pointer, f"cannot enforce {keyword}: {e.reason} (inner keyword {e.keyword})")
             return ANY
 
-    def one_of(self, branches: list[Schema], pointer: str) -> Schema:
-        if len(branches) == 1:
-            return branches[0]
-        n = len(branches)
-        overlap: dict[int, list[int]] = {i: [] for i in range(n)}
-        first_pair: tuple[int, int] | None = None
-        for i in range(n):
-            for j in range(i + 1, n):
-                if not disjoint(branches[i], branches[j], self):
-                    overlap[i].append(j)
-                    overlap[j].append(i)
-                    first_pair = first_pair or (i, j)
-        if first_pair is None:
-            return union(branches, self)
-        if self.opts.one_of == "any_of":
-            self.ignored.append(Ignored(pointer, "oneOf", "treated as anyOf (one_of='any_of')"))
-            return union(branches, self)
-        try:
-            parts = []
-            complements: dict[int, Schema] = {}
-            for i in range(n):
-                s = branches[i]
-                for j in overlap[i]:
-                    if j not in complements:
-                        complements[j] = complement(branches[j], self)
-                    s = intersect(s, complements[j], self)
-                    if s.is_empty():
-                        break
-                parts.append(s)
-            return union(parts, self)
-        except Unsupported as e:
-            i, j = first_pair
-            self.refuse(
-                "oneOf",
-                pointer,
-                f"cannot prove oneOf branches {i} and {j} exclusive, and cannot exclude their overlap ({e.reason});"
-                " pass one_of='any_of' to treat it as anyOf",
-            )
-            return union(branches, self)
+    def one_of(self, branches: list[Schema], pointer: str, base: Schema = ANY) -> Schema:
+        """Exactly one branch; ``base`` is what the rest of the schema object already requires.
 
-    def if_then_else(self, cond: Schema, then: Schema, other: Schema, pointer: str) -> Schema:
-        if cond.is_any():
+        Only instances of ``base`` matter, so the branches are restricted to it; and the question
+        is asked type by type (two branches may overlap on strings and be disjoint on objects).
+        Where branches are provably disjoint, ``oneOf`` is ``anyOf``; where they may overlap,
+        branch ``i`` becomes ``i`` minus the others (their complement within ``base``).
+        """
+        if len(branches) == 1:
+            return intersect(branches[0], base, self)
+        restricted = [intersect(b, base, self) for b in branches]
+        parts: list[Schema] = []
+        trues = [sum(1 for b in restricted if flag in b.boolean) for flag in (False, True)]
+        parts.append(
+            replace(
+                NEVER,
+                null=sum(1 for b in restricted if b.null) == 1,
+                boolean=frozenset(flag for flag, count in zip((False, True), trues) if count == 1),
+            )
+        )
+        for type_name in ("number", "string", "array", "object"):
+            typed = [_only(b, type_name) for b in restricted]
+            live = [i for i, t in enumerate(typed) if not t.is_empty()]
+            if not live:
+                continue
+            overlap: dict[int, list[int]] = {i: [] for i in live}
+            first_pair: tuple[int, int] | None = None
+            for a_index, i in enumerate(live):
+                for j in live[a_index + 1 :]:
+                    if not disjoint(typed[i], typed[j], self):
+                        overlap[i].append(j)
+                        overlap[j].append(i)
+                        first_pair = first_pair or (i, j)
+            if first_pair is None or self.opts.one_of == "any_of":
+                if first_pair is not None:
+                    self.ignored.append(Ignored(pointer, "oneOf", "treated as anyOf (one_of='any_of')"))
+                parts.append(union([typed[i] for i in live], self))
+                continue
+            within = _only(base, type_name)
+            try:
+                complements: dict[int, Schema] = {}
+                for i in live:
+                    s = typed[i]
+                    for j in overlap[i]:
+                        if j not in complements:
+                            complements[j] = complement(_only(branches[j], type_name), self, within)
+                        s = intersect(s, complements[j], self)
+                        if s.is_empty():
+                            break
+                    parts.append(s)
+            except (Unsupported, LimitError) as e:
+                i, j = first_pair
+                reason = e.reason if isinstance(e, Unsupported) else f"that needs too many alternatives: {e}"
+                self.refuse(
+                    "oneOf",
+                    pointer,
+                    f"cannot prove oneOf branches {i} and {j} exclusive ({type_name} instances), and cannot exclude"
+                    f" their overlap ({reason}); pass one_of='any_of' to treat it as anyOf",
+                )
+                parts.append(union([typed[i] for i in live], self))
+        return union(parts, self)
+
+    def if_then_else(self, cond: Schema, then: Schema, other: Schema, pointer: str, base: Schema = ANY) -> Schema:
+        cond = intersect(cond, base, self)
+        if cond == base:
             return then
         if cond.is_empty():
             return other
         if then.is_any() and other.is_any():
             return ANY
         try:
-            negated = complement(cond, self)
-        except Unsupported as e:
-            self.refuse("if", pointer, f"cannot enforce if/then/else: the complement of if is needed ({e.reason})")
+            negated = complement(cond, self, base)
+            return union([intersect(cond, then, self), intersect(negated, other, self)], self)
+        except (Unsupported, LimitError) as e:
+            reason = e.reason if isinstance(e, Unsupported) else str(e)
+            self.refuse("if", pointer, f"cannot enforce if/then/else: the complement of if is needed ({reason})")
             return union([then, other], self)
-        return union([intersect(cond, then, self), intersect(negated, other, self)], self)
 
     def static_dynamic_ref(self, keyword: str, value: Any, ptr: tuple) -> tuple | None:
         """The target of a ``$dynamicRef`` / ``$recursiveRef`` that can only mean one place."""

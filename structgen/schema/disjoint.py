@@ -34,6 +34,8 @@ def _number_pair(a: Any, b: Any) -> bool:
         return not any(number_accepts(b, v) for v in a.values)
     if isinstance(b, NumValues):
         return not any(number_accepts(a, v) for v in b.values)
+    if (a.integer and b.non_integer) or (a.non_integer and b.integer):
+        return True
     return _ranges_disjoint(a, b)
 
 
@@ -64,7 +66,8 @@ def _array_pair(a: ArrayC, b: ArrayC, ctx: Any, depth: int) -> bool:
     # positions every instance of both sides has; past both prefixes they all look alike
     shared = min(a.min_items, b.min_items, max(len(a.prefix), len(b.prefix)) + 1)
     for i in range(shared):
-        if disjoint(ctx.normalize(a.item_at(i)), ctx.normalize(b.item_at(i)), ctx, depth + 1):
+        x, y = ctx.try_normalize(a.item_at(i)), ctx.try_normalize(b.item_at(i))
+        if x is not None and y is not None and disjoint(x, y, ctx, depth + 1):
             return True
     return False
 
@@ -78,13 +81,15 @@ def _object_pair(a: ObjectC, b: ObjectC, ctx: Any, depth: int) -> bool:
         for k in listed_keys(first):
             if k not in first.required:
                 continue
-            vb = ctx.normalize(key_verdict(second, k, ctx))
+            vb = ctx.try_normalize(key_verdict(second, k, ctx))
+            if vb is None:
+                continue
             if vb.is_empty():
                 return True  # required by one, forbidden by the other
-            if k in second.required:
-                va = ctx.normalize(key_verdict(first, k, ctx))
-                if disjoint(va, vb, ctx, depth + 1):
-                    return True
+            # required by ``first``; where ``second`` has the key at all its value must be in vb
+            va = ctx.try_normalize(key_verdict(first, k, ctx))
+            if va is not None and disjoint(va, vb, ctx, depth + 1):
+                return True
     return False
 
 

@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 from ..errors import LimitError, SchemaError
 from ..grammar import ir
-from .json_text import ALL_SCALARS, ANY_U_ESCAPE, SHORT_ESCAPES, number_literal, spell_class, string_all_spellings, string_literal
+from .json_text import ALL_SCALARS, ANY_U_ESCAPE, NON_INTEGER, SHORT_ESCAPES, number_literal, spell_class, string_all_spellings, string_literal
 from .loader import pointer_text
 from .model import AllOfH, AnyH, AnyOfH, ConstH, Fixed, Handle, Loc, NeverH, NotH, NumberC, NumValues, Schema, StringC, StrValues
 from .scalars import number_record_node, string_node
@@ -155,11 +155,19 @@ class Emitter:
         assert isinstance(alt, NumberC)
         aux: dict[str, ir.Node] = {}
         try:
+            if alt.non_integer and alt.multiple is not None:
+                raise SchemaError(
+                    "non-integer multiples (the complement of integer with multipleOf) are not supported",
+                    keyword="multipleOf",
+                    pointer=alt.ptr,
+                )
             node = number_record_node(alt, aux)
         except SchemaError as e:
             self.ctx.refuse_error(e)
             aux = {}
             node = number_record_node(NumberC(integer=alt.integer), aux)
+        if alt.non_integer:
+            node = ir.Intersection(self.shared("number", node), self.shared("non-integer", NON_INTEGER))
         for rule_name, body in aux.items():  # named after the constraint: equal ones are shared
             if rule_name not in self.rules:
                 self.names.add(rule_name)

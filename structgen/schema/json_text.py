@@ -276,3 +276,15 @@ def number_literal(value: Fraction) -> ir.Node:
     if adjusted == 0:
         scientific = ir.seq(mantissa, _E, ir.opt(ir.CharClass(((0x2B, 0x2B), (0x2D, 0x2D)))), ir.plus(ir.lit("0")))
     return ir.seq(sign, ir.alt(positional, scientific))
+
+
+#: Numbers with a non-zero fractional part, written without an exponent (the spellings accepted
+#: for "not an integer": with an exponent, integrality is not a regular property of the text).
+NON_INTEGER = ir.seq(
+    ir.opt(ir.lit("-")),
+    ir.alt(ir.lit("0"), ir.seq(ir.CharClass(((0x31, 0x39),)), ir.star(_DIGIT))),
+    ir.lit("."),
+    ir.star(_DIGIT),
+    ir.CharClass(((0x31, 0x39),)),
+    ir.star(_DIGIT),
+)

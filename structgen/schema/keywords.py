@@ -154,6 +154,21 @@ def const_schema(value: Any) -> Schema:
     raise SchemaError(f"not a JSON value: {type(value).__name__}", keyword="const", pointer="")
 
 
+def enum_schema(values: list, ctx: Any) -> Schema:
+    """The schema allowing exactly ``values`` (scalars pooled per type, one record per container)."""
+    strings = frozenset(v for v in values if isinstance(v, str))
+    numbers = frozenset(to_fraction(v) for v in values if is_number(v))
+    containers = [const_schema(v) for v in values if isinstance(v, (list, dict))]
+    scalars = replace(
+        NEVER,
+        null=any(v is None for v in values),
+        boolean=frozenset(v for v in values if isinstance(v, bool)),
+        number=(NumValues(numbers),) if numbers else (),
+        string=(StrValues(strings),) if strings else (),
+    )
+    return union([scalars] + containers, ctx) if containers else scalars
+
+
 def const_handle(value: Any) -> Handle:
     return ConstH(canon(value), value)
 
@@ -392,7 +407,7 @@ def normalize_object(ctx: Any, ptr: tuple, node: Any) -> Schema:
         values = node["enum"]
         if not isinstance(values, list):
             raise _bad("enum", ptr, "must be an array")
-        parts.append(union([const_schema(v) for v in values], ctx) if values else NEVER)
+        parts.append(enum_schema(values, ctx) if values else NEVER)
         if not values:
             ctx.note_empty("enum", p)
     for group in (_number_schema(node, ptr),):
@@ -423,14 +438,17 @@ def normalize_object(ctx: Any, ptr: tuple, node: Any) -> Schema:
     if "anyOf" in node:
         n = len(_schema_list(node, "anyOf", ptr))
         parts.append(union([ctx.normalize(Loc(ptr + ("anyOf", i)), via=("anyOf", p)) for i in range(n)], ctx))
+    # oneOf, not and if only matter for instances of everything else: give them that as a base
+    base = intersect_all(parts, ctx)
+    parts = [base]
     if "oneOf" in node:
         n = len(_schema_list(node, "oneOf", ptr))
         branches = [ctx.normalize(Loc(ptr + ("oneOf", i)), via=("oneOf", p)) for i in range(n)]
-        parts.append(ctx.one_of(branches, p))
+        parts.append(ctx.one_of(branches, p, base))
     if "not" in node:
         _schema_value(node, "not", ptr)
         inner = ctx.normalize(Loc(ptr + ("not",)), via=("not", p))
-        parts.append(ctx.complement_or_refuse(inner, "not", p))
+        parts.append(ctx.complement_or_refuse(inner, "not", p, base))
     if "if" in node:
         _schema_value(node, "if", ptr)
         cond = ctx.normalize(Loc(ptr + ("if",)), via=("if", p))
@@ -442,7 +460,7 @@ def normalize_object(ctx: Any, ptr: tuple, node: Any) -> Schema:
         if "else" in node:
             _schema_value(node, "else", ptr)
             other = ctx.normalize(Loc(ptr + ("else",)), via=("else", p))
-        parts.append(ctx.if_then_else(cond, then, other, p))
+        parts.append(ctx.if_then_else(cond, then, other, p, base))
     else:
         for kw in ("then", "else"):
             if kw in node:

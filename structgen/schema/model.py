@@ -157,16 +157,20 @@ Bound = tuple[Fraction, bool]  # (value, exclusive)
 
 @dataclass(frozen=True)
 class NumberC:
-    """Numbers in a range, optionally integers only and/or multiples of ``multiple``."""
+    """Numbers in a range, optionally integers only (or non-integers only: the complement of
+    ``type: integer``) and/or multiples of ``multiple``."""
 
     lo: Bound | None = None
     hi: Bound | None = None
     multiple: Fraction | None = None
     integer: bool = False
     ptr: str = field(default="", compare=False)
+    non_integer: bool = False
 
     def is_trivial(self) -> bool:
-        return self.lo is None and self.hi is None and self.multiple is None and not self.integer
+        return (
+            self.lo is None and self.hi is None and self.multiple is None and not self.integer and not self.non_integer
+        )
 
 
 @dataclass(frozen=True)

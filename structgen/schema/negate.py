@@ -69,11 +69,13 @@ def _number(alt: Any) -> tuple:
     assert isinstance(alt, NumberC)
     if alt.is_trivial():
         return ()
-    if alt.integer:
-        raise Unsupported("type", "the complement of integer is not supported")
     if alt.multiple is not None:
         raise Unsupported("multipleOf", "the complement of multipleOf is not supported")
     out = []
+    if alt.integer:
+        out.append(NumberC(non_integer=True, ptr=alt.ptr))
+    if alt.non_integer:
+        out.append(NumberC(integer=True, ptr=alt.ptr))
     if alt.lo is not None:
         out.append(NumberC(hi=(alt.lo[0], not alt.lo[1]), ptr=alt.ptr))
     if alt.hi is not None:
@@ -168,16 +170,22 @@ _FULL_ARRAY = (ArrayC(),)
 _FULL_OBJECT = (ObjectC(),)
 
 
-def complement(s: Schema, ctx: Any) -> Schema:
-    """The schema of every JSON value ``s`` rejects (raises :class:`Unsupported`)."""
+def complement(s: Schema, ctx: Any, within: Schema | None = None) -> Schema:
+    """The schema of every JSON value ``s`` rejects (raises :class:`Unsupported`).
+
+    With ``within``, only the types ``within`` allows are complemented (the others come out
+    empty): the caller intersects the result with ``within`` anyway, and a type it excludes may
+    hold forms that have no complement.
+    """
     if s.is_any():
         return Schema(False, frozenset(), (), (), (), ())
     if s.is_empty():
         return Schema()
-    number = _and_all([_number(a) for a in s.number], intersect_number, ctx) if s.number else _FULL_NUMBER
-    string = _and_all([_string(a) for a in s.string], intersect_string, ctx) if s.string else _FULL_STRING
-    array = _and_all([_array(a, ctx) for a in s.array], intersect_array, ctx) if s.array else _FULL_ARRAY
-    obj = _and_all([_object(a, ctx) for a in s.object], intersect_object, ctx) if s.object else _FULL_OBJECT
+    w = within if within is not None else Schema()
+    number = (_and_all([_number(a) for a in s.number], intersect_number, ctx) if s.number else _FULL_NUMBER) if w.number else ()
+    string = (_and_all([_string(a) for a in s.string], intersect_string, ctx) if s.string else _FULL_STRING) if w.string else ()
+    array = (_and_all([_array(a, ctx) for a in s.array], intersect_array, ctx) if s.array else _FULL_ARRAY) if w.array else ()
+    obj = (_and_all([_object(a, ctx) for a in s.object], intersect_object, ctx) if s.object else _FULL_OBJECT) if w.object else ()
     return Schema(
         not s.null,
         frozenset((False, True)) - s.boolean,

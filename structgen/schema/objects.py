@@ -29,6 +29,11 @@ from .model import FALSE, TRUE, Handle, KeyPolicy, ObjectC, StringC, StrValues, 
 from .objkeys import key_verdict, listed_keys
 
 
+#: Keys not named in ``properties`` (required-only, from dependencies, from a finite
+#: ``propertyNames``) are accepted in any order when there are at most this many.
+BAG_LIMIT = 8
+
+
 @dataclass
 class _Entry:
     node: ir.Node  # key, colon and value
@@ -198,8 +203,13 @@ def _build(em: Any, rec: ObjectC, depth: Any, name: str) -> ir.Node:
         node = ir.seq(string_literal(k), colon, em.handle_rule(verdict, child))
         entries.append(_Entry(node, k in rec.required, len(entries), k in in_props))
     extras = [] if names_keys is not None else _extra_classes(em, rec, all_listed, names, depth)
-    ordered = [e for e in entries if e.ordered and ctx.opts.property_order != "any"]
-    bag = [e for e in entries if not (e.ordered and ctx.opts.property_order != "any")]
+    if ctx.opts.property_order == "any":
+        ordered, bag = [], entries
+    else:
+        ordered = [e for e in entries if e.ordered]
+        bag = [e for e in entries if not e.ordered]
+        if len(bag) > BAG_LIMIT:  # too many for any order: the order of ``required``, then names
+            ordered, bag = entries, []
     if ctx.opts.property_order == "required_first":
         ordered.sort(key=lambda e: (not e.required, e.index))
     body = _in_order(em, rec, ordered, bag, extras, depth, name)
