@@ -37,6 +37,7 @@ class Emitter:
         self.pretty_depths = pretty_depths
         self.recursive = recursive
         self.layout = Layout(self.opts)
+        self._node_cache: dict[Any, ir.Node] = {}
         if self.layout.needs_gap_rule():
             self.layout.gap = self.shared("ws", self.layout.gap_body)
         self.u_escape = self.shared("u-escape", ANY_U_ESCAPE)
@@ -153,6 +154,13 @@ class Emitter:
         if isinstance(alt, NumValues):
             return ir.alt(*(number_literal(v) for v in sorted(alt.values)))
         assert isinstance(alt, NumberC)
+        key = ("number-alt", alt)
+        cached = self._node_cache.get(key)
+        if cached is None:
+            cached = self._node_cache[key] = self._number_alt(alt)
+        return cached
+
+    def _number_alt(self, alt: NumberC) -> ir.Node:
         aux: dict[str, ir.Node] = {}
         try:
             if alt.non_integer and alt.multiple is not None:
@@ -187,6 +195,9 @@ class Emitter:
             attempts.append((min_len, max_len, None, None))
         if min_len or max_len is not None:
             attempts.append((0, None, None, None))
+        cache_key = ("string-base", min_len, max_len, pattern, fmt)
+        if cache_key in self._node_cache:
+            return self._node_cache[cache_key]
         for lo, hi, pat, f in attempts:
             kwargs: dict[str, Any] = {"min_length": lo, "max_length": hi}
             ptr = ""
@@ -195,10 +206,14 @@ class Emitter:
             if f is not None:
                 kwargs["format"], ptr = f
             try:
-                return self.shared("string", string_node(pointer=ptr, **kwargs))
+                node = self.shared("string", string_node(pointer=ptr, **kwargs))
+                break
             except SchemaError as e:
                 self.ctx.refuse_error(e)
-        return self.shared("string", ir.seq(ir.lit('"'), ir.star(self.string_char), ir.lit('"')))
+        else:
+            node = self.shared("string", ir.seq(ir.lit('"'), ir.star(self.string_char), ir.lit('"')))
+        self._node_cache[cache_key] = node
+        return node
 
     def string_record(self, rec: StringC) -> ir.Node:
         """The token node of a string record: scalar nodes intersected, minus excluded strings."""

@@ -213,7 +213,7 @@ def _pool2(a: tuple, b: tuple) -> tuple:
     return a or b
 
 
-def _number_schema(node: dict, ptr: tuple) -> Schema | None:
+def _number_schema(node: dict, ptr: tuple, ctx: Any) -> Schema | None:
     if not any(k in node for k in NUMBER_KEYWORDS):
         return None
     p = pointer_text(ptr)
@@ -242,6 +242,8 @@ def _number_schema(node: dict, ptr: tuple) -> Schema | None:
     if mult is not None and mult <= 0:
         raise _bad("multipleOf", ptr, "must be greater than 0")
     rec = make_number(lo_b, hi_b, mult, False, p)
+    if rec is None:
+        ctx.note_empty("minimum" if "minimum" in node else "exclusiveMinimum", p)
     return replace(ANY, number=(rec,) if rec is not None else ())
 
 
@@ -410,10 +412,7 @@ def normalize_object(ctx: Any, ptr: tuple, node: Any) -> Schema:
         parts.append(enum_schema(values, ctx) if values else NEVER)
         if not values:
             ctx.note_empty("enum", p)
-    for group in (_number_schema(node, ptr),):
-        if group is not None:
-            parts.append(group)
-    for build in (_string_schema, _array_schema, _object_schema):
+    for build in (_number_schema, _string_schema, _array_schema, _object_schema):
         group = build(node, ptr, ctx)
         if group is not None:
             parts.append(group)

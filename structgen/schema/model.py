@@ -17,6 +17,7 @@ All classes are immutable and hashable; hashes of handles are computed once.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from fractions import Fraction
 from typing import Any, Union
 
@@ -233,6 +234,10 @@ class KeyPolicy:
 
     def is_trivial(self) -> bool:
         return not self.props and not self.patterns and isinstance(self.additional, AnyH)
+
+    @cached_property
+    def prop_map(self) -> dict[str, Handle]:
+        return dict(self.props)
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,8 @@ from .model import TRUE, Handle, KeyPolicy, ObjectC, all_of
 def policy_verdict(policy: KeyPolicy, key: str, ctx: Any) -> Handle:
     """``properties[key]`` and every matching ``patternProperties`` schema; if neither applies,
     ``additionalProperties``."""
-    matched = [h for name, h in policy.props if name == key]
+    own = policy.prop_map.get(key)
+    matched = [own] if own is not None else []
     for pat, h in policy.patterns:
         verdict = ctx.pattern_matches(pat, policy.ptr, key)
         if verdict is None:  # lenient mode refused the pattern: nothing is known about this key

@@ -13,6 +13,9 @@ from typing import Any, Literal
 
 from ..errors import SchemaError
 
+#: In-place applicators are followed recursively; this bound keeps Python's stack safe.
+MAX_APPLICATOR_DEPTH = 200
+
 Whitespace = Literal["flexible", "compact", "pretty"]
 PropertyOrder = Literal["schema", "required_first", "any"]
 OneOfMode = Literal["exact", "any_of"]
@@ -77,6 +80,12 @@ class SchemaOptions:
                 raise SchemaError(f"option {f.name} must be True or False", keyword=None, pointer="")
             if f.type == "int" and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
                 raise SchemaError(f"option {f.name} must be a non-negative integer", keyword=None, pointer="")
+        if self.max_applicator_depth > MAX_APPLICATOR_DEPTH:
+            raise SchemaError(
+                f"option max_applicator_depth is at most {MAX_APPLICATOR_DEPTH} (Python's recursion limit)",
+                keyword=None,
+                pointer="",
+            )
         if self.whitespace_pattern is not None and not isinstance(self.whitespace_pattern, str):
             raise SchemaError("option whitespace_pattern must be a regex string", keyword=None, pointer="")
 

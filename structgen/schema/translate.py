@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import SchemaError
+from ..errors import LimitError, SchemaError
 from ..grammar import Grammar
 from ..limits import GrammarLimits
 from .compiler import Compiler, Dropped, Ignored
@@ -50,6 +50,15 @@ def _emit(doc: Document, opts: SchemaOptions, *, pretty_depths: bool, recursive:
 def compile_schema(schema: Any, options: SchemaOptions | None = None, **kwargs: Any) -> SchemaCompilation:
     """Translate a JSON Schema (dict, bool or JSON text) into a grammar, with the books."""
     opts = make_options(options, **kwargs)
+    try:
+        return _compile(schema, opts)
+    except RecursionError:  # a safety net: depth is bounded by limits checked before recursing
+        raise LimitError(
+            "the schema nests too deeply for this Python stack", limit="max_applicator_depth", value=opts.max_applicator_depth
+        ) from None
+
+
+def _compile(schema: Any, opts: SchemaOptions) -> SchemaCompilation:
     doc = Document.load(schema, opts)
     recursive: frozenset[Handle] = frozenset()
     pretty = opts.whitespace == "pretty" and opts.whitespace_pattern is None

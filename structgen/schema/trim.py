@@ -105,25 +105,51 @@ def _ref_counts(node: ir.Node) -> dict[str, int]:
     return out
 
 
+def _post_order(graph: dict[str, list[str]]) -> list[str]:
+    """Rule names with (non-cyclic) callees before callers (iterative DFS)."""
+    order: list[str] = []
+    seen: set[str] = set()
+    for root in graph:
+        if root in seen:
+            continue
+        seen.add(root)
+        stack = [(root, iter(graph[root]))]
+        while stack:
+            name, it = stack[-1]
+            for r in it:
+                if r not in seen:
+                    seen.add(r)
+                    stack.append((r, iter(graph[r])))
+                    break
+            else:
+                stack.pop()
+                order.append(name)
+    return order
+
+
 def productive_rules(rules: dict[str, ir.Node], refs: dict[str, dict[str, int]]) -> set[str]:
+    graph = {name: [r for r in refs[name] if r in rules] for name in rules}
     users: dict[str, set[str]] = {}
-    for name in rules:
-        for r in refs[name]:
+    for name, callees in graph.items():
+        for r in callees:
             users.setdefault(r, set()).add(name)
     productive: set[str] = set()
-    work = list(rules)
-    queued = set(work)
-    while work:
-        name = work.pop()
-        queued.discard(name)
-        if name in productive:
-            continue
+    # one pass callees-first settles every rule outside cycles; a work list finishes the cycles
+    work: list[str] = []
+    for name in _post_order(graph):
         if _productive_node(rules[name], productive):
             productive.add(name)
-            for u in users.get(name, ()):
-                if u not in productive and u not in queued:
-                    queued.add(u)
-                    work.append(u)
+        else:
+            work.append(name)
+    pending = set(work)
+    stack = [u for name in productive for u in users.get(name, ()) if u in pending]
+    while stack:
+        name = stack.pop()
+        if name in productive or not _productive_node(rules[name], productive):
+            continue
+        productive.add(name)
+        pending.discard(name)
+        stack.extend(u for u in users.get(name, ()) if u in pending)
     return productive
 
 
@@ -221,24 +247,7 @@ def _inline(
     candidates = {n for n, c in count.items() if c == 1 and n != start and n not in recursive and n in rules}
     if not candidates:
         return rules
-    # callees before callers: a DFS post-order over references
-    order: list[str] = []
-    state: set[str] = set()
-    for root in rules:
-        if root in state:
-            continue
-        state.add(root)
-        stack = [(root, iter(graph[root]))]
-        while stack:
-            name, it = stack[-1]
-            for r in it:
-                if r not in state:
-                    state.add(r)
-                    stack.append((r, iter(graph[r])))
-                    break
-            else:
-                stack.pop()
-                order.append(name)
+    order = _post_order(graph)
     final: dict[str, ir.Node] = {}
     depth_of: dict[str, int] = {}
     inlined: set[str] = set()
