@@ -439,6 +439,8 @@ def normalize_object(ctx: Any, ptr: tuple, node: Any) -> Schema:
         parts.append(union([ctx.normalize(Loc(ptr + ("anyOf", i)), via=("anyOf", p)) for i in range(n)], ctx))
     # oneOf, not and if only matter for instances of everything else: give them that as a base
     base = intersect_all(parts, ctx)
+    if base.is_empty() and parts and not any(x.is_empty() for x in parts):
+        ctx.note_empty(_first_constraint(node), p)
     parts = [base]
     if "oneOf" in node:
         n = len(_schema_list(node, "oneOf", ptr))
@@ -471,6 +473,9 @@ def normalize_object(ctx: Any, ptr: tuple, node: Any) -> Schema:
 
 
 def _first_constraint(node: dict) -> str:
+    for kw in ("const", "enum"):
+        if kw in node:
+            return kw
     for kw in node:
         if kw in KNOWN and kw not in ANNOTATIONS:
             return kw
