@@ -8,7 +8,8 @@ text dialects live in their own modules and are reached through the classmethods
 from __future__ import annotations
 
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Iterable, Literal as Lit, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import Literal as Lit
 
 from ..errors import GrammarError
 from ..limits import DEFAULT_GRAMMAR_LIMITS, GrammarLimits
@@ -233,11 +234,19 @@ class Grammar:
     # -- readers (each dialect lives in its own module) -------------------------------------
 
     @classmethod
-    def from_gbnf(cls, text: str, start: str = "root", *, limits: GrammarLimits = DEFAULT_GRAMMAR_LIMITS) -> Grammar:
-        """Read llama.cpp GBNF text; ``start`` names the start rule."""
+    def from_gbnf(
+        cls,
+        text: str,
+        start: str = "root",
+        *,
+        limits: GrammarLimits = DEFAULT_GRAMMAR_LIMITS,
+        allow_left_recursion: bool = False,
+    ) -> Grammar:
+        """Read llama.cpp GBNF text; ``start`` names the start rule. Left recursion is refused as
+        llama.cpp refuses it, unless ``allow_left_recursion`` (the matcher handles it)."""
         from .gbnf import parse_gbnf
 
-        return parse_gbnf(text, start=start, limits=limits)
+        return parse_gbnf(text, start=start, limits=limits, allow_left_recursion=allow_left_recursion)
 
     @classmethod
     def from_glrm(cls, text: str, *, limits: GrammarLimits = DEFAULT_GRAMMAR_LIMITS) -> Grammar:
@@ -247,17 +256,20 @@ class Grammar:
         return parse_glrm(text, limits=limits)
 
     @classmethod
-    def from_regex(cls, pattern: str, *, flavor: str = "ecma", search: bool | None = None) -> Grammar:
-        """A grammar for a regular expression.
+    def from_regex(
+        cls, pattern: str, *, flavor: str = "ecma", search: bool | None = None, flags: str = ""
+    ) -> Grammar:
+        """A grammar for a regular expression (see ``docs/regex.md``).
 
         ``flavor="ecma"`` reads the ECMA-262 subset JSON Schema ``pattern`` uses; an unanchored
         pattern matches anywhere in the text (``search`` defaults to JSON Schema's rule:
-        unanchored sides are open). ``flavor="glrm"`` reads the Rust-regex forms GLRM uses, which
-        describe a whole lexeme.
+        unanchored sides are open). ``flavor="glrm"`` (``/.../``) and ``"glrm-bytes"``
+        (``b/.../``) read the Rust-regex forms GLRM uses, which describe a whole lexeme; ``flags``
+        takes the letters GLRM writes after the closing slash (``i s x u``).
         """
         from .regex import regex_to_node
 
-        return cls({"root": regex_to_node(pattern, flavor=flavor, search=search)}, "root")
+        return cls({"root": regex_to_node(pattern, flavor=flavor, search=search, flags=flags)}, "root")
 
     @classmethod
     def from_json_schema(cls, schema: Any, **options: Any) -> Grammar:

@@ -1,0 +1,24 @@
+"""The token mask engine: a grammar and a vocabulary compile into a reusable `Constraint`.
+
+* :mod:`.terms` - hash-consed regular terms and their derivatives (the lexical automata);
+* :mod:`.machines` - a grammar as machines: recursive rules as calls, the rest inlined;
+* :mod:`.configs` - parse configurations (sets of stacks) and their transitions;
+* :mod:`.token_trie` - the vocabulary as a level-ordered byte trie (grammar-agnostic);
+* :mod:`.table` - the lazily filled numpy transition table and the vectorised token walk;
+* :mod:`.constraint` - `Constraint` (per grammar and vocabulary) and `State` (per request);
+* :mod:`.masks` - the packed int32 bitmask layout and helpers to apply masks to logits.
+"""
+
+from .constraint import Constraint, State, fill_bitmasks
+from .limits import EngineLimits
+from .masks import allocate_bitmask, apply_mask_numpy, apply_mask_torch
+
+__all__ = [
+    "Constraint",
+    "EngineLimits",
+    "State",
+    "allocate_bitmask",
+    "apply_mask_numpy",
+    "apply_mask_torch",
+    "fill_bitmasks",
+]

@@ -1,0 +1,254 @@
+"""Parse configurations and their transitions: the pushdown layer above the machines' terms.
+
+A *stack* is a chain of terms: the top term is where the parse is in the current machine, each
+term below it is what remains of a caller once the call returns. Stacks are interned as
+``(parent stack id, top term)`` pairs, so equal stacks share one id and pushing or popping is a
+dictionary lookup. A *configuration* is a set of stacks (an ambiguous grammar can be in several
+places at once) and is interned too: configuration ids are the states of the engine's lazily built
+automaton, and configuration 0 is the dead one.
+
+One transition reads a byte or a token symbol: the top term's derivative, plus the calls the top
+term can start with (pushed, then the byte read inside the callee), plus a return to the caller
+when the top term may end there. A call in tail position replaces the caller's frame, so right
+recursion does not grow stacks.
+"""
+
+from __future__ import annotations
+
+from ..errors import LimitError
+from .machines import Machines, call_symbol, is_call, symbol_index
+from .terms import (
+    ALT_K,
+    EMPTY,
+    FULL_MASK,
+    HAS_POSS,
+    HAS_SYM,
+    LA_END,
+    LA_TOKEN,
+    NOTHING,
+    REPEAT_K,
+    SEQ_K,
+    SYM_K,
+    TermStore,
+    refine,
+)
+
+DEAD = 0
+
+
+class ConfigSystem:
+    """Interned stacks and configurations of one grammar, with memoised transitions."""
+
+    def __init__(self, machines: Machines, *, max_stacks_per_config: int = 4096, max_configs: int = 5_000_000) -> None:
+        self.m = machines
+        self.store: TermStore = machines.store
+        self.max_stacks_per_config = max_stacks_per_config
+        self.max_configs = max_configs
+        self.stack_parent: list[int] = []
+        self.stack_top: list[int] = []
+        self._stack_index: dict[tuple[int, int], int] = {}
+        self.configs: list[tuple[int, ...]] = [()]
+        self._config_index: dict[tuple[int, ...], int] = {(): DEAD}
+        self._step_memo: dict[tuple[int, int], frozenset[int]] = {}
+        self._accepting_stack: dict[int, bool] = {}
+        self._shortest_stack: dict[int, int | None] = {}
+        self._classes_memo: dict[int, tuple[int, ...] | None] = {}
+        self.start = self.config([self.stack(-1, machines.body[machines.start])])
+
+    # -- interning ------------------------------------------------------------------------------
+
+    def stack(self, parent: int, top: int) -> int:
+        key = (parent, top)
+        sid = self._stack_index.get(key)
+        if sid is None:
+            sid = len(self.stack_top)
+            self.stack_parent.append(parent)
+            self.stack_top.append(top)
+            self._stack_index[key] = sid
+        return sid
+
+    def config(self, stacks: list[int] | set[int] | frozenset[int]) -> int:
+        key = tuple(sorted(stacks))
+        cid = self._config_index.get(key)
+        if cid is None:
+            if len(key) > self.max_stacks_per_config:
+                raise LimitError(
+                    f"the grammar is ambiguous beyond {self.max_stacks_per_config} parallel parses",
+                    limit="max_stacks_per_config",
+                    value=self.max_stacks_per_config,
+                )
+            cid = len(self.configs)
+            if cid >= self.max_configs:
+                raise LimitError("too many parse configurations", limit="max_configs", value=self.max_configs)
+            self.configs.append(key)
+            self._config_index[key] = cid
+        return cid
+
+    def union(self, a: int, b: int) -> int:
+        if a == DEAD:
+            return b
+        if b == DEAD or a == b:
+            return a
+        return self.config(set(self.configs[a]) | set(self.configs[b]))
+
+    # -- transitions ----------------------------------------------------------------------------
+
+    def step(self, cid: int, symbol: int) -> int:
+        """The configuration after reading ``symbol`` (a byte 0-255, or a token symbol)."""
+        out: set[int] = set()
+        for sid in self.configs[cid]:
+            out |= self._step_stack(sid, symbol)
+        return self.config(out) if out else DEAD
+
+    def _step_stack(self, sid: int, symbol: int) -> frozenset[int]:
+        key = (sid, symbol)
+        r = self._step_memo.get(key)
+        if r is not None:
+            return r
+        out: set[int] = set()
+        self._advance(sid, symbol, out, 0)
+        r = frozenset(out)
+        self._step_memo[key] = r
+        return r
+
+    def _advance(self, sid: int, symbol: int, out: set[int], depth: int) -> None:
+        store = self.store
+        parent, top = self.stack_parent[sid], self.stack_top[sid]
+        is_byte = symbol < 256
+        la = symbol if is_byte else LA_TOKEN
+        d = store.deriv(top, symbol) if is_byte else store.deriv_sym(top, symbol, la)
+        if d != NOTHING:
+            out.add(self.stack(parent, d))
+        for sym in store.first_syms(top):
+            if not is_call(sym):
+                continue
+            cont = store.deriv_sym(top, sym, la)
+            if cont == NOTHING:
+                continue
+            caller = parent if cont == EMPTY else self.stack(parent, cont)
+            callee = self.stack(caller, self.m.body[symbol_index(sym)])
+            if depth > len(self.m.body):  # pragma: no cover - left recursion is refused at build
+                raise LimitError("call chain without input", limit="left_recursion")
+            self._advance(callee, symbol, out, depth + 1)
+        if parent >= 0 and store.nullable_at(top, la):
+            self._advance(parent, symbol, out, depth)
+
+    # -- byte classes -----------------------------------------------------------------------------
+
+    def byte_classes(self, cid: int) -> tuple[int, ...] | None:
+        """A partition of the bytes on which :meth:`step` from ``cid`` is constant (None: unknown)."""
+        part: tuple[int, ...] = (FULL_MASK,)
+        for sid in self.configs[cid]:
+            sc = self._stack_classes(sid)
+            if sc is None:
+                return None
+            part = refine(part, sc)
+        return part
+
+    def _stack_classes(self, sid: int) -> tuple[int, ...] | None:
+        if sid in self._classes_memo:
+            return self._classes_memo[sid]
+        store = self.store
+        parent, top = self.stack_parent[sid], self.stack_top[sid]
+        part: tuple[int, ...] | None = None
+        if not store.flags[top] & HAS_POSS:
+            part = store.classes(top)
+            for sym in store.first_syms(top):
+                if part is None:
+                    break
+                if is_call(sym):
+                    cont = store.deriv_sym(top, sym, 0)
+                    if cont == NOTHING:
+                        continue
+                    caller = parent if cont == EMPTY else self.stack(parent, cont)
+                    sub = self._stack_classes(self.stack(caller, self.m.body[symbol_index(sym)]))
+                    part = None if sub is None else refine(part, sub)
+            if part is not None and parent >= 0 and store.nullable[top]:
+                sub = self._stack_classes(parent)
+                part = None if sub is None else refine(part, sub)
+        self._classes_memo[sid] = part
+        return part
+
+    # -- acceptance and shortest completion -----------------------------------------------------
+
+    def accepting(self, cid: int) -> bool:
+        """Whether the input so far is a sentence (end of generation allowed)."""
+        return any(self._stack_accepting(s) for s in self.configs[cid])
+
+    def _stack_accepting(self, sid: int) -> bool:
+        r = self._accepting_stack.get(sid)
+        if r is None:
+            r = True
+            s = sid
+            while s >= 0:
+                if not self._term_can_end(self.stack_top[s]):
+                    r = False
+                    break
+                s = self.stack_parent[s]
+            self._accepting_stack[sid] = r
+        return r
+
+    def _term_can_end(self, t: int) -> bool:
+        store = self.store
+        if store.nullable_at(t, LA_END):
+            return True
+        # calls of nullable machines before the end
+        for sym in store.first_syms(t):
+            if is_call(sym) and self.m.nullable[symbol_index(sym)]:
+                cont = store.deriv_sym(t, sym, LA_END)
+                if cont != NOTHING and self._term_can_end(cont):
+                    return True
+        return False
+
+    def shortest(self, cid: int) -> int | None:
+        """Bytes in the shortest completion of configuration ``cid`` (None if it has none)."""
+        best: int | None = None
+        for sid in self.configs[cid]:
+            v = self._shortest_of_stack(sid)
+            if v is not None and (best is None or v < best):
+                best = v
+        return best
+
+    def _shortest_of_stack(self, sid: int) -> int | None:
+        if sid in self._shortest_stack:
+            return self._shortest_stack[sid]
+        total = 0
+        s = sid
+        while s >= 0:
+            v = self._term_shortest(self.stack_top[s])
+            if v is None:
+                total = None  # type: ignore[assignment]
+                break
+            total += v
+            s = self.stack_parent[s]
+        self._shortest_stack[sid] = total
+        return total
+
+    def _term_shortest(self, t: int) -> int | None:
+        if not self.store.flags[t] & HAS_SYM:
+            return self.store.shortest(t)
+        return _shortest_with_calls(self.store, t, self.m)
+
+
+def _shortest_with_calls(store: TermStore, t: int, m: Machines) -> int | None:
+    k = store.kind[t]
+    if k == SYM_K:
+        sym = store.a[t]
+        return m.shortest[symbol_index(sym)] if is_call(sym) else 0
+    if k == SEQ_K:
+        a = _shortest_with_calls(store, store.a[t], m)
+        b = _shortest_with_calls(store, store.b[t], m)  # type: ignore[arg-type]
+        return None if a is None or b is None else a + b
+    if k == ALT_K:
+        vals = [v for v in (_shortest_with_calls(store, u, m) for u in store.b[t]) if v is not None]  # type: ignore[union-attr]
+        return min(vals) if vals else None
+    if k == REPEAT_K:
+        lo = store.b[t][0]  # type: ignore[index]
+        if lo == 0:
+            return 0
+        v = _shortest_with_calls(store, store.a[t], m)
+        return None if v is None else lo * v
+    return store.shortest(t)
+
+
+__all__ = ["ConfigSystem", "DEAD", "call_symbol"]

@@ -1,0 +1,531 @@
+"""`Constraint` (a grammar compiled for one vocabulary) and `State` (one request's position in it).
+
+Lifetimes follow the serving engines: a :class:`~structgen.vocab.Vocab` lives per model (its
+token trie is built once and cached on disk), a :class:`Constraint` per (grammar, vocabulary) and
+is shared by every request, and a :class:`State` per request. A state is a list of configuration
+ids (one per committed token, for rollback); everything it computes - transitions, masks - is
+stored in the constraint, so the next request that reaches the same configuration gets its mask
+from a dictionary.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Iterable, Sequence
+
+import numpy as np
+
+from ..errors import ConstraintError, GrammarError, LimitError
+from ..grammar import ir
+from ..grammar.grammar import Grammar
+from .configs import DEAD, ConfigSystem
+from .counters import (
+    CountedHead,
+    UnitCounts,
+    count_units,
+    counted_head,
+    filter_ids,
+    unit_automaton,
+)
+from .deep import deep_recursion
+from .limits import DEFAULT_ENGINE_LIMITS, EngineLimits
+from .machines import Machines, build_machines, token_symbol
+from .masks import pack_ids, unpack, words_for
+from .table import TransitionTable
+from .trie_cache import token_trie_for
+
+if TYPE_CHECKING:
+    from ..vocab import Vocab
+
+
+class Constraint:
+    """A grammar compiled for a vocabulary: the shared, reusable part of constrained decoding."""
+
+    def __init__(
+        self,
+        grammar: Grammar,
+        vocab: Vocab,
+        machines: Machines,
+        system: ConfigSystem,
+        limits: EngineLimits,
+    ) -> None:
+        self.grammar = grammar
+        self.vocab = vocab
+        self.limits = limits
+        self._machines = machines
+        self._system = system
+        self._table = TransitionTable(system)
+        self._trie = token_trie_for(vocab)
+        self._width = vocab.logit_width
+        self._words = words_for(self._width)
+        self._eos = np.asarray([e for e in vocab.eos_token_ids if e < self._width], dtype=np.int64)
+        self._atom_ids = self._resolve_atoms(machines.token_atoms)
+        self._masks: dict[int, np.ndarray] = {}
+        self._commits: dict[tuple[int, int], int] = {}
+        self._atom_steps: dict[tuple[int, int], int] = {}
+        self._text_index: dict[bytes, int] | None = None
+        # requests may share a constraint across threads: computing (not reading) takes the lock
+        self._lock = threading.RLock()
+        self._after_cache: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._counted: dict[int, tuple[CountedHead, UnitCounts, int] | None] = {}
+        self._units: dict[int, UnitCounts | None] = {}
+        self._base_ids: dict[int, np.ndarray] = {}
+
+    # -- construction ---------------------------------------------------------------------------
+
+    @classmethod
+    def compile(
+        cls,
+        grammar: Grammar,
+        vocab: Vocab,
+        *,
+        mode: str = "lazy",
+        limits: EngineLimits = DEFAULT_ENGINE_LIMITS,
+    ) -> Constraint:
+        """Compile ``grammar`` for ``vocab``.
+
+        ``mode="lazy"`` (default) does the least work up front: automata states and masks are
+        built the first time a request reaches them. ``mode="aot"`` explores reachable
+        configurations ahead of time (up to ``limits.aot_max_configs``) and builds their masks;
+        both modes give identical masks.
+        """
+        if mode not in ("lazy", "aot"):
+            raise ValueError("mode must be 'lazy' or 'aot'")
+        machines = build_machines(grammar)
+        system = ConfigSystem(
+            machines,
+            max_stacks_per_config=limits.max_stacks_per_config,
+            max_configs=limits.max_configs,
+        )
+        c = cls(grammar, vocab, machines, system, limits)
+        if mode == "aot":
+            c.precompute(limits.aot_max_configs)
+        return c
+
+    def _resolve_atoms(self, atoms: Sequence[ir.Token]) -> list[tuple[np.ndarray, bool]]:
+        out = []
+        for atom in atoms:
+            ids = list(atom.ids)
+            if not ids and atom.name is not None:
+                ids = self.vocab.lookup_text(atom.name)
+                if not ids:
+                    raise GrammarError(f"token {atom.name!r} is not in the vocabulary")
+            bad = [i for i in ids if i >= self._width]
+            if bad:
+                raise GrammarError(f"token ids {bad} are outside the model's {self._width} logits")
+            out.append((np.asarray(sorted(ids), dtype=np.int64), atom.negated))
+        return out
+
+    # -- configurations -------------------------------------------------------------------------
+
+    @property
+    def start_config(self) -> int:
+        return self._system.start
+
+    def start(self) -> State:
+        """A fresh request state at the start of the grammar."""
+        return State(self, [self._system.start])
+
+    def accepting(self, cid: int) -> bool:
+        return self._system.accepting(cid)
+
+    def _atom_step(self, cid: int, k: int) -> int:
+        key = (cid, k)
+        r = self._atom_steps.get(key)
+        if r is None:
+            r = self._atom_steps[key] = self._system.step(cid, token_symbol(k))
+        return r
+
+    def mask_words(self, cid: int) -> np.ndarray:
+        """The packed mask of configuration ``cid`` (read-only, cached)."""
+        m = self._masks.get(cid)
+        if m is not None:
+            return m
+        with self._lock:
+            return self._compute_mask(cid)
+
+    @deep_recursion
+    def _compute_mask(self, cid: int) -> np.ndarray:
+        m = self._masks.get(cid)
+        if m is not None:
+            return m
+        ids = self._counted_ids(cid)
+        if ids is None:
+            ids = self._table.walk(cid, self._trie)
+        extra = []
+        if len(self._eos) and self._system.accepting(cid):
+            extra.append(self._eos)
+        for k, (aids, negated) in enumerate(self._atom_ids):
+            if self._atom_step(cid, k) != DEAD:
+                if negated:
+                    everything = np.arange(self.vocab.n_tokens, dtype=np.int64)
+                    keep = np.isin(everything, aids, invert=True) & np.isin(everything, self._eos, invert=True)
+                    extra.append(everything[keep])
+                else:
+                    extra.append(aids)
+        if extra:
+            ids = np.concatenate([ids.astype(np.int64)] + extra)
+        words = pack_ids(ids, self._width)
+        words.flags.writeable = False
+        if len(self._masks) >= self.limits.max_cached_masks:
+            self._masks.pop(next(iter(self._masks)))
+        self._masks[cid] = words
+        return words
+
+    def shortest(self, cid: int) -> int | None:
+        """Bytes in the shortest completion from ``cid`` (an upper bound on the tokens it needs)."""
+        return self._system.shortest(cid)
+
+    def _after(self, cid: int) -> tuple[np.ndarray, np.ndarray]:
+        """Allowed token ids of ``cid`` and, for each, the bytes its shortest completion needs."""
+        r = self._after_cache.get(cid)
+        if r is not None:
+            return r
+        with self._lock:
+            return self._compute_after(cid)
+
+    @deep_recursion
+    def _compute_after(self, cid: int) -> tuple[np.ndarray, np.ndarray]:
+        r = self._after_cache.get(cid)
+        if r is None:
+            ids, ends, slack = self._table.walk_ends(cid, self._trie)
+            uniq, inverse = np.unique(ends, return_inverse=True)
+            short = np.asarray([self._shortest_or_big(int(u)) for u in uniq], dtype=np.int64)
+            need = short[inverse] + slack if ids.size else np.zeros(0, dtype=np.int64)
+            extra_ids, extra_need = [], []
+            for k, (aids, negated) in enumerate(self._atom_ids):
+                nxt = self._atom_step(cid, k)
+                if nxt != DEAD and not negated:
+                    extra_ids.append(aids)
+                    extra_need.append(np.full(aids.size, self._shortest_or_big(nxt)))
+            if extra_ids:
+                ids = np.concatenate([ids.astype(np.int64)] + extra_ids)
+                need = np.concatenate([need] + extra_need)
+            r = (ids.astype(np.int64), need)
+            if len(self._after_cache) >= self.limits.max_cached_masks:
+                self._after_cache.pop(next(iter(self._after_cache)))
+            self._after_cache[cid] = r
+        return r
+
+    def _shortest_or_big(self, cid: int) -> int:
+        v = self._system.shortest(cid)
+        return 1 << 40 if v is None else v
+
+    def mask_words_within(self, cid: int, budget: int) -> np.ndarray:
+        """The mask of ``cid`` keeping only tokens after which the grammar can still close within
+        ``budget`` tokens in all (the token itself and the final end-of-sequence included)."""
+        ids, need = self._after(cid)
+        keep = ids[need <= budget - 2]
+        if budget >= 1 and self._system.accepting(cid) and len(self._eos):
+            keep = np.concatenate([keep, self._eos])
+        return pack_ids(keep, self._width)
+
+    def _counted_ids(self, cid: int) -> np.ndarray | None:
+        """Text tokens allowed at ``cid`` if it sits in a counted repetition (see counters.py)."""
+        entry = self._counted.get(cid, False)
+        if entry is False:
+            entry = None
+            stacks = self._system.configs[cid]
+            if len(stacks) == 1:
+                sid = stacks[0]
+                head = counted_head(self._machines.store, self._system.stack_top[sid])
+                if head is not None:
+                    counts = self._unit_counts(head.unit)
+                    if counts is not None:
+                        top = head.unbounded(self._machines.store)
+                        base = self._system.config([self._system.stack(self._system.stack_parent[sid], top)])
+                        entry = (head, counts, base)
+            self._counted[cid] = entry
+        if entry is None:
+            return None
+        head, counts, base = entry
+        base_ids = self._base_ids.get(base)
+        if base_ids is None:
+            base_ids = self._base_ids[base] = self._table.walk(base, self._trie)
+        return filter_ids(base_ids, counts, head)
+
+    def _unit_counts(self, unit: int) -> UnitCounts | None:
+        if unit not in self._units:
+            table = unit_automaton(self._machines.store, unit)
+            self._units[unit] = None if table is None else count_units(table, self._trie)
+        return self._units[unit]
+
+    def commit(self, cid: int, token_id: int) -> int:
+        """The configuration after ``token_id`` (DEAD if the token is not allowed)."""
+        key = (cid, token_id)
+        r = self._commits.get(key)
+        if r is not None:
+            return r
+        with self._lock:
+            return self._compute_commit(cid, token_id)
+
+    @deep_recursion
+    def _compute_commit(self, cid: int, token_id: int) -> int:
+        key = (cid, token_id)
+        vocab = self.vocab
+        target = DEAD
+        if token_id < vocab.n_tokens and vocab.is_text[token_id]:
+            target = cid
+            for b in vocab.token_bytes(token_id):
+                target = self._table.step(target, b)
+                if target == DEAD:
+                    break
+        for k, (aids, negated) in enumerate(self._atom_ids):
+            hit = bool(np.any(aids == token_id))
+            if hit != negated and not (negated and token_id in self._eos):
+                nxt = self._atom_step(cid, k)
+                target = self._system.union(target, nxt)
+        self._commits[key] = target
+        return target
+
+    def row(self, cid: int) -> np.ndarray:
+        """The full byte-transition row of ``cid`` (computed where missing)."""
+        with self._lock:
+            self._table.loop_sets(np.asarray([cid]))  # fills the whole row
+            return self._table.rows[cid].copy()
+
+    def precompute(self, max_configs: int) -> int:
+        """Explore configurations reachable from the start (breadth first, up to ``max_configs``)
+        and build their masks; returns how many were built."""
+        seen = {self._system.start}
+        frontier = [self._system.start]
+        while frontier and len(seen) < max_configs:
+            nxt = []
+            for cid in frontier:
+                self.mask_words(cid)
+                targets = set(self.row(cid).tolist())
+                targets |= {self._atom_step(cid, k) for k in range(len(self._atom_ids))}
+                for t in targets:
+                    if t != DEAD and t not in seen and len(seen) < max_configs:
+                        seen.add(t)
+                        nxt.append(t)
+            frontier = nxt
+        for cid in frontier:
+            self.mask_words(cid)
+        return len(seen)
+
+    # -- saving ---------------------------------------------------------------------------------
+
+    def save(self) -> bytes:
+        """A versioned, pickle-free blob of this constraint and everything computed so far."""
+        from .artifact import save_constraint
+
+        return save_constraint(self)
+
+    @classmethod
+    def load(cls, blob: bytes, vocab: Vocab) -> Constraint:
+        """A constraint saved with :meth:`save`; refuses a different vocabulary."""
+        from .artifact import load_constraint
+
+        return load_constraint(blob, vocab)
+
+    # -- statistics -----------------------------------------------------------------------------
+
+    def stats(self) -> dict[str, int]:
+        return {
+            "terms": len(self._machines.store),
+            "configs": len(self._system.configs),
+            "stacks": len(self._system.stack_top),
+            "masks": len(self._masks),
+            "transitions_computed": self._table.filled,
+        }
+
+
+class State:
+    """One request's position in a :class:`Constraint`; cheap to fork, rolls back any number of tokens."""
+
+    __slots__ = ("_c", "_history", "_terminated")
+
+    def __init__(self, constraint: Constraint, history: list[int], terminated: list[bool] | None = None) -> None:
+        self._c = constraint
+        self._history = history
+        self._terminated = terminated if terminated is not None else [False] * len(history)
+
+    @property
+    def constraint(self) -> Constraint:
+        return self._c
+
+    @property
+    def config(self) -> int:
+        return self._history[-1]
+
+    @property
+    def num_tokens(self) -> int:
+        """Tokens committed so far."""
+        return len(self._history) - 1
+
+    def is_accepting(self) -> bool:
+        """Whether the text so far is a complete sentence (an end-of-sequence token may follow)."""
+        return not self._terminated[-1] and self._c.accepting(self.config)
+
+    def is_terminated(self) -> bool:
+        """True after an end-of-sequence token was committed, or where no token can follow."""
+        if self._terminated[-1]:
+            return True
+        return not self._c.mask_words(self.config).any()
+
+    def mask_words(self, budget: int | None = None) -> np.ndarray:
+        """The packed int32 mask (read-only; see :meth:`fill_bitmask` to write into a batch).
+
+        With ``budget`` (tokens that may still be generated, the end-of-sequence token included),
+        only tokens after which the grammar can still be closed within the budget are allowed,
+        so that generation always ends with a complete sentence.
+        """
+        if self._terminated[-1]:
+            return np.zeros(self._c._words, dtype=np.int32)
+        if budget is not None:
+            if budget < 1:
+                raise ConstraintError("the token budget must be at least 1 (the end-of-sequence token)")
+            return self._c.mask_words_within(self.config, budget)
+        return self._c.mask_words(self.config)
+
+    def mask(self, budget: int | None = None) -> np.ndarray:
+        """A fresh bool array of the model's logit width: True where the token is allowed."""
+        return unpack(self.mask_words(budget), self._c._width)
+
+    def shortest_completion(self) -> int | None:
+        """Bytes in the shortest way to finish the sentence from here (None if there is none).
+
+        Every byte has a single-byte token in byte-level and byte-fallback vocabularies, so this
+        bounds the tokens needed."""
+        if self._terminated[-1]:
+            return 0
+        return self._c.shortest(self.config)
+
+    def allowed_token_ids(self) -> np.ndarray:
+        return np.flatnonzero(self.mask())
+
+    def fill_bitmask(self, out: np.ndarray, row: int = 0, budget: int | None = None) -> None:
+        """Write the packed mask into ``out[row]`` (``out`` is int32, ``(batch, words)`` or ``(words,)``)."""
+        target = out if out.ndim == 1 else out[row]
+        if target.shape[-1] < self._c._words:
+            raise ConstraintError(f"bitmask row has {target.shape[-1]} words, {self._c._words} needed")
+        np.copyto(target[: self._c._words], self.mask_words(budget))
+
+    def is_allowed(self, token_id: int) -> bool:
+        self._check_id(token_id)
+        w = self.mask_words()
+        return bool((int(w[token_id >> 5]) >> (token_id & 31)) & 1)
+
+    def _check_id(self, token_id: int) -> None:
+        if not 0 <= token_id < self._c._width:
+            raise ConstraintError(f"token id {token_id} is out of range (logit width {self._c._width})")
+
+    def commit_token(self, token_id: int) -> bool:
+        """Advance by one token. Returns False, leaving the state unchanged, if it is not allowed."""
+        token_id = int(token_id)
+        if not self.is_allowed(token_id):
+            return False
+        if token_id in self._c._eos and self._c.accepting(self.config):
+            self._history.append(self.config)
+            self._terminated.append(True)
+            return True
+        nxt = self._c.commit(self.config, token_id)
+        if nxt == DEAD:  # pragma: no cover - the mask said it was allowed
+            return False
+        self._history.append(nxt)
+        self._terminated.append(False)
+        return True
+
+    def commit_tokens(self, token_ids: Iterable[int]) -> bool:
+        """Commit tokens in order; on the first disallowed one, undo them all and return False."""
+        done = 0
+        for t in token_ids:
+            if not self.commit_token(t):
+                self.rollback(done)
+                return False
+            done += 1
+        return True
+
+    def rollback(self, n: int = 1) -> None:
+        """Undo the last ``n`` committed tokens."""
+        if n < 0 or n > self.num_tokens:
+            raise ConstraintError(f"cannot roll back {n} tokens; {self.num_tokens} committed")
+        if n:
+            del self._history[-n:]
+            del self._terminated[-n:]
+
+    def fork(self) -> State:
+        """An independent copy (for beam search or speculative branches)."""
+        return State(self._c, list(self._history), list(self._terminated))
+
+    def forced_bytes(self, limit: int = 256) -> bytes:
+        """Bytes every valid continuation starts with (empty where there is a choice)."""
+        c = self._c
+        out = bytearray()
+        cid = self.config
+        if self._terminated[-1]:
+            return b""
+        while len(out) < limit:
+            if c.accepting(cid) or any(c._atom_step(cid, k) != DEAD for k in range(len(c._atom_ids))):
+                break
+            row = c.row(cid)
+            live = np.flatnonzero(row != DEAD)
+            if live.size != 1:
+                break
+            b = int(live[0])
+            out.append(b)
+            cid = int(row[b])
+        return bytes(out)
+
+    def forced_tokens(self) -> list[int]:
+        """Tokens for :meth:`forced_bytes` that are safe to commit without sampling: the forced
+        bytes tokenized greedily, minus trailing tokens that a longer allowed token could replace."""
+        data = self.forced_bytes()
+        if not data:
+            return []
+        tokens = _greedy_tokenize(self._c, data)
+        # keep only a prefix after which no single token crosses the end of the forced bytes
+        while tokens:
+            start = sum(len(self._c.vocab.token_bytes(t)) for t in tokens[:-1])
+            if not _some_token_extends(self._c, data[start:]):
+                break
+            tokens.pop()
+        return tokens
+
+
+def _greedy_tokenize(c: Constraint, data: bytes) -> list[int]:
+    vocab = c.vocab
+    index = c._text_index
+    if index is None:
+        index = {}
+        for i in np.flatnonzero(vocab.is_text).tolist():
+            index.setdefault(vocab.token_bytes(i), i)
+        c._text_index = index
+    out = []
+    pos = 0
+    longest = int(vocab.lengths.max(initial=1))
+    while pos < len(data):
+        for n in range(min(longest, len(data) - pos), 0, -1):
+            t = index.get(data[pos : pos + n])
+            if t is not None:
+                out.append(t)
+                pos += n
+                break
+        else:
+            raise LimitError("forced bytes cannot be tokenized with this vocabulary", limit="vocabulary")
+    return out
+
+
+def _some_token_extends(c: Constraint, suffix: bytes) -> bool:
+    """Whether some text token starts with ``suffix`` and is longer than it."""
+    trie = c._trie
+    level_nodes = np.arange(trie.level_byte[0].size)
+    for k, b in enumerate(suffix):
+        hit = level_nodes[trie.level_byte[k][level_nodes] == b]
+        if hit.size == 0:
+            return False
+        node = int(hit[0])
+        if k + 1 == len(suffix):
+            return bool(trie.child_count[k][node] > 0)
+        start = int(trie.child_start[k][node])
+        level_nodes = np.arange(start, start + int(trie.child_count[k][node]))
+    return False
+
+
+def fill_bitmasks(states: Sequence[State], out: np.ndarray, budgets: Sequence[int | None] | None = None) -> None:
+    """Fill row ``i`` of ``out`` with the mask of ``states[i]`` (a batch of requests)."""
+    if out.ndim != 2 or out.shape[0] < len(states):
+        raise ConstraintError(f"bitmask array of shape {out.shape} cannot hold {len(states)} rows")
+    for i, st in enumerate(states):
+        st.fill_bitmask(out, i, None if budgets is None else budgets[i])

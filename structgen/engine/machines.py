@@ -1,0 +1,295 @@
+"""A grammar as machines: one term per recursive rule, everything else inlined.
+
+Rules that cannot reach themselves are regular and are inlined into the terms of the rules that use
+them; each rule in a recursive cycle (and the start rule) becomes a *machine*, whose body is a term
+in which a reference to a recursive rule is a call symbol and a token atom is a token symbol.
+A grammar with no recursion is a single machine with no calls: a plain lazily built DFA.
+
+Checks made here, so that the run-time transition system can never loop: machines that cannot
+produce any sentence are replaced by the empty language, and left recursion (a machine that can
+call itself, directly or not, before reading anything) is refused.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..errors import GrammarError, LimitError
+from ..grammar import ir
+from ..grammar.grammar import Grammar
+from ..grammar.utf8 import class_sequences, mask_of, mask_of_ranges
+from .deep import deep_recursion
+from .terms import ALT_K, NOTHING, REPEAT_K, SEQ_K, SYM_K, TermStore
+
+SYMBOL_BASE = 512
+
+
+def call_symbol(machine: int) -> int:
+    return SYMBOL_BASE + 2 * machine
+
+
+def token_symbol(atom: int) -> int:
+    return SYMBOL_BASE + 2 * atom + 1
+
+
+def is_call(symbol: int) -> bool:
+    return symbol >= SYMBOL_BASE and (symbol - SYMBOL_BASE) % 2 == 0
+
+
+def symbol_index(symbol: int) -> int:
+    return (symbol - SYMBOL_BASE) // 2
+
+
+@dataclass
+class Machines:
+    """The terms of a grammar's machines, sharing one :class:`TermStore`."""
+
+    store: TermStore
+    names: list[str] = field(default_factory=list)
+    body: list[int] = field(default_factory=list)
+    start: int = 0
+    token_atoms: list[ir.Token] = field(default_factory=list)
+    nullable: list[bool] = field(default_factory=list)
+    shortest: list[int | None] = field(default_factory=list)
+
+    @property
+    def recursive(self) -> bool:
+        return len(self.body) > 1 or any(is_call(s) for s in self.store.first_syms(self.body[0]))
+
+
+class _Lowering:
+    def __init__(self, grammar: Grammar, store: TermStore, dead: frozenset[str]) -> None:
+        self.g = grammar
+        self.s = store
+        self.dead = dead
+        recursive = grammar.recursive_rules()
+        self.machine_names = [grammar.start] + sorted(r for r in recursive if r != grammar.start)
+        self.machine_index = {n: i for i, n in enumerate(self.machine_names)}
+        self.inlined: dict[str, int] = {}
+        self.atoms: list[ir.Token] = []
+        self.atom_index: dict[ir.Token, int] = {}
+        self.memo: dict[ir.Node, int] = {}
+
+    def lower(self, n: ir.Node) -> int:
+        t = self.memo.get(n)
+        if t is not None:
+            return t
+        s = self.s
+        if isinstance(n, ir.Literal):
+            t = s.seq_list([s.bytes_(1 << b) for b in n.data])
+        elif isinstance(n, ir.ByteClass):
+            t = s.bytes_(mask_of_ranges(n.byte_ranges()))
+        elif isinstance(n, ir.CharClass):
+            t = s.alt([s.seq_list([s.bytes_(mask_of(lo, hi)) for lo, hi in seq]) for seq in class_sequences(n.codepoints())])
+        elif isinstance(n, ir.Seq):
+            t = s.seq_list([self.lower(i) for i in n.items])
+        elif isinstance(n, ir.Alt):
+            t = s.alt([self.lower(i) for i in n.items])
+        elif isinstance(n, ir.Repeat):
+            t = s.repeat(self.lower(n.item), n.min, n.max)
+        elif isinstance(n, ir.Ref):
+            t = self.ref(n.name)
+        elif isinstance(n, ir.Token):
+            idx = self.atom_index.get(n)
+            if idx is None:
+                idx = self.atom_index[n] = len(self.atoms)
+                self.atoms.append(n)
+            t = s.sym(token_symbol(idx))
+        elif isinstance(n, ir.Lexeme):
+            t = s.poss(self.lower(n.item))
+        elif isinstance(n, ir.Difference):
+            t = s.diff(self.lower(n.left), self.lower(n.right))
+        elif isinstance(n, ir.Intersection):
+            t = s.and_(self.lower(n.left), self.lower(n.right))
+        else:  # pragma: no cover
+            raise TypeError(f"unknown node {n!r}")
+        self.memo[n] = t
+        return t
+
+    def ref(self, name: str) -> int:
+        if name in self.dead:
+            return NOTHING
+        if name in self.machine_index:
+            return self.s.sym(call_symbol(self.machine_index[name]))
+        t = self.inlined.get(name)
+        if t is None:
+            if name not in self.g.rules:
+                raise GrammarError(f"rule {name!r} is an unbound extern; bind it before compiling", rule=name)
+            t = self.inlined[name] = self.lower(self.g.rules[name])
+        return t
+
+
+def build_machines(grammar: Grammar, store: TermStore | None = None) -> Machines:
+    """Lower ``grammar`` to machines, trimming unproductive ones and refusing left recursion."""
+    if grammar.externs:
+        raise GrammarError(f"unbound externs {sorted(grammar.externs)}; bind them before compiling")
+    return _build(grammar, store)
+
+
+@deep_recursion
+def _build(grammar: Grammar, store: TermStore | None) -> Machines:
+    try:
+        dead: frozenset[str] = frozenset()
+        while True:
+            store = TermStore() if store is None or dead else store
+            low = _Lowering(grammar, store, dead)
+            bodies = [low.ref(n) if n in dead else low.lower(grammar.rules[n]) for n in low.machine_names]
+            productive = _productive(store, bodies)
+            newly_dead = frozenset(n for n, p in zip(low.machine_names, productive) if not p) - dead
+            if not newly_dead:
+                break
+            dead = dead | newly_dead
+    except RecursionError:
+        raise LimitError("grammar nested too deeply for the engine", limit="max_nesting") from None
+    m = Machines(store, list(low.machine_names), bodies, 0, list(low.atoms))
+    m.nullable = _machine_nullable(store, bodies)
+    _refuse_left_recursion(store, m)
+    m.shortest = _machine_shortest(store, bodies)
+    return m
+
+
+def _first_calls(store: TermStore, t: int, nullable_calls: list[bool]) -> tuple[set[int], bool]:
+    """(machines ``t`` can call before reading anything, whether ``t`` can match nothing), where a
+    call of a nullable machine may be passed over."""
+    k = store.kind[t]
+    if k == SYM_K:
+        sym = store.a[t]
+        if is_call(sym):
+            m = symbol_index(sym)
+            return {m}, nullable_calls[m]
+        return set(), False
+    if k == SEQ_K:
+        first, nul = _first_calls(store, store.a[t], nullable_calls)
+        if nul:
+            rest, nul = _first_calls(store, store.b[t], nullable_calls)  # type: ignore[arg-type]
+            first = first | rest
+        return first, nul
+    if k == ALT_K:
+        out: set[int] = set()
+        nul = False
+        for u in store.b[t]:  # type: ignore[union-attr]
+            f, n = _first_calls(store, u, nullable_calls)
+            out |= f
+            nul = nul or n
+        return out, nul
+    if k == REPEAT_K:
+        f, n = _first_calls(store, store.a[t], nullable_calls)
+        return f, n or store.b[t][0] == 0  # type: ignore[index]
+    return set(), store.nullable[t]
+
+
+def _machine_nullable(store: TermStore, bodies: list[int]) -> list[bool]:
+    nullable = [False] * len(bodies)
+    changed = True
+    while changed:
+        changed = False
+        for i, b in enumerate(bodies):
+            if not nullable[i] and _first_calls(store, b, nullable)[1]:
+                nullable[i] = changed = True
+    return nullable
+
+
+def _productive(store: TermStore, bodies: list[int]) -> list[bool]:
+    """Machines that derive at least one sentence (a least fixpoint over call symbols)."""
+    prod = [False] * len(bodies)
+    memo: dict[int, bool] = {}
+
+    def term_productive(t: int) -> bool:
+        r = memo.get(t)
+        if r is None:
+            r = memo[t] = _term_productive(t)
+        return r
+
+    def _term_productive(t: int) -> bool:
+        k = store.kind[t]
+        if t == NOTHING:
+            return False
+        if k == SYM_K:
+            sym = store.a[t]
+            return prod[(sym - SYMBOL_BASE) // 2] if is_call(sym) else True
+        if k == SEQ_K:
+            return term_productive(store.a[t]) and term_productive(store.b[t])  # type: ignore[arg-type]
+        if k == ALT_K:
+            return any(term_productive(u) for u in store.b[t])  # type: ignore[union-attr]
+        if k == REPEAT_K:
+            return store.b[t][0] == 0 or term_productive(store.a[t])  # type: ignore[index]
+        return not store.is_empty(t)
+
+    changed = True
+    while changed:
+        changed = False
+        memo.clear()  # answers may change once a machine is known productive
+        for i, b in enumerate(bodies):
+            if not prod[i] and term_productive(b):
+                prod[i] = changed = True
+    return prod
+
+
+def _refuse_left_recursion(store: TermStore, m: Machines) -> None:
+    graph = {i: _first_calls(store, b, m.nullable)[0] for i, b in enumerate(m.body)}
+    state: dict[int, int] = {}
+    for root in graph:
+        if state.get(root):
+            continue
+        stack = [(root, iter(sorted(graph[root])))]
+        state[root] = 1
+        path = [root]
+        while stack:
+            node, it = stack[-1]
+            nxt = next(it, None)
+            if nxt is None:
+                state[node] = 2
+                stack.pop()
+                path.pop()
+                continue
+            if state.get(nxt) == 1:
+                cycle = path[path.index(nxt):] + [nxt]
+                names = " -> ".join(m.names[i] for i in cycle)
+                raise GrammarError(
+                    f"left recursion ({names}) is not supported by the mask engine; rewrite it with repetition",
+                    rule=m.names[nxt],
+                )
+            if not state.get(nxt):
+                state[nxt] = 1
+                path.append(nxt)
+                stack.append((nxt, iter(sorted(graph[nxt]))))
+
+
+def _machine_shortest(store: TermStore, bodies: list[int]) -> list[int | None]:
+    """Shortest sentence length of each machine in bytes (Bellman-Ford style fixpoint)."""
+    inf = float("inf")
+    best: list[float] = [inf] * len(bodies)
+    memo: dict[int, float] = {}
+
+    def length(t: int) -> float:
+        r = memo.get(t)
+        if r is None:
+            r = memo[t] = _length(t)
+        return r
+
+    def _length(t: int) -> float:
+        k = store.kind[t]
+        if k == SYM_K:
+            sym = store.a[t]
+            return best[(sym - SYMBOL_BASE) // 2] if is_call(sym) else 0
+        if k == SEQ_K:
+            return length(store.a[t]) + length(store.b[t])  # type: ignore[arg-type]
+        if k == ALT_K:
+            return min(length(u) for u in store.b[t])  # type: ignore[union-attr]
+        if k == REPEAT_K:
+            lo = store.b[t][0]  # type: ignore[index]
+            return 0 if lo == 0 else lo * length(store.a[t])
+        r = store.shortest(t)
+        return inf if r is None else r
+
+    for _ in range(len(bodies) + 1):
+        changed = False
+        memo.clear()
+        for i, b in enumerate(bodies):
+            v = length(b)
+            if v < best[i]:
+                best[i] = v
+                changed = True
+        if not changed:
+            break
+    return [None if v == inf else int(v) for v in best]

@@ -1,0 +1,68 @@
+"""Packed token bitmasks: the layout shared with xgrammar, llguidance and glrmask, and helpers to
+apply a mask to logits.
+
+A mask for a logit width ``W`` is ``ceil(W / 32)`` int32 words; bit ``i % 32`` of word ``i // 32``
+is token ``i``. Bits past the tokenizer's last token (logit padding) are always 0.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+
+def words_for(width: int) -> int:
+    return (width + 31) // 32
+
+
+def allocate_bitmask(batch: int, width: int) -> np.ndarray:
+    """A zeroed ``(batch, words)`` int32 bitmask array for ``width`` logits."""
+    return np.zeros((batch, words_for(width)), dtype=np.int32)
+
+
+def pack_ids(ids: np.ndarray, width: int) -> np.ndarray:
+    """The packed int32 mask with the bits of ``ids`` set."""
+    bits = np.zeros(words_for(width) * 32, dtype=bool)
+    bits[ids] = True
+    return np.packbits(bits, bitorder="little").view(np.int32)
+
+
+def unpack(words: np.ndarray, width: int) -> np.ndarray:
+    """A bool array of length ``width`` from packed int32 ``words``."""
+    return np.unpackbits(np.ascontiguousarray(words).view(np.uint8), bitorder="little")[:width].astype(bool)
+
+
+def apply_mask_numpy(logits: np.ndarray, allowed: np.ndarray) -> np.ndarray:
+    """Set disallowed logits to -inf in place; ``allowed`` is a bool mask or packed int32 words.
+
+    Works on one row (``(W,)``) or a batch (``(B, W)`` with ``(B, W)`` bools or ``(B, words)``).
+    """
+    if allowed.dtype == np.int32:
+        width = logits.shape[-1]
+        if allowed.ndim == 1:
+            allowed = unpack(allowed, width)
+        else:
+            allowed = np.stack([unpack(row, width) for row in allowed])
+    logits[~allowed[..., : logits.shape[-1]]] = -np.inf
+    return logits
+
+
+def apply_mask_torch(logits: Any, allowed: Any) -> Any:
+    """Set disallowed logits to -inf in place on a torch tensor; ``allowed`` is a bool tensor or
+    array, or packed int32 words (numpy or torch) as :meth:`State.fill_bitmask` writes them."""
+    import torch
+
+    width = logits.shape[-1]
+    if isinstance(allowed, np.ndarray):
+        if allowed.dtype == np.int32:
+            allowed = (
+                unpack(allowed, width) if allowed.ndim == 1 else np.stack([unpack(r, width) for r in allowed])
+            )
+        allowed = torch.from_numpy(np.ascontiguousarray(allowed))
+    elif allowed.dtype == torch.int32:
+        bits = torch.arange(32, device=allowed.device, dtype=torch.int32)
+        allowed = ((allowed.unsqueeze(-1) >> bits) & 1).bool().flatten(-2)[..., :width]
+    allowed = allowed.to(logits.device)
+    logits.masked_fill_(~allowed[..., :width], float("-inf"))
+    return logits

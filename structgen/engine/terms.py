@@ -1,0 +1,526 @@
+"""Hash-consed regular terms and their derivatives: the engine's lexical automata, built lazily.
+
+A term is an integer id into a :class:`TermStore`. Terms describe languages over bytes plus a
+few *symbols* (calls of recursive rules, token atoms); equal terms get the same id, so a term id is
+a state of a lazily built automaton: the state after reading ``w`` from term ``t`` is the
+derivative of ``t`` by ``w``. Canonical construction (flattened, deduplicated, sorted choices;
+absorbed empty languages; right-nested sequences) keeps the set of derivatives finite.
+
+Besides the usual operators the store has ``AND``, ``DIFF`` (regular set operations) and ``POSS``
+(a greedy lexeme: it may end only where the next byte cannot extend it). ``POSS`` makes
+nullability depend on the next byte, so :meth:`TermStore.nullable_at` takes a lookahead: a byte,
+:data:`LA_END` (end of input) or :data:`LA_TOKEN` (a whole token symbol follows).
+
+Costs (measured on this machine, see docs/engine.md): one derivative of a cached term is a dict
+lookup; a new derivative costs a few microseconds per node of the term's head.
+"""
+
+from __future__ import annotations
+
+import heapq
+from typing import Callable, Iterator
+
+from ..errors import LimitError
+
+# term kinds
+NOTHING_K, EMPTY_K, BYTES_K, SEQ_K, ALT_K, REPEAT_K, AND_K, DIFF_K, POSS_K, SYM_K = range(10)
+
+NOTHING = 0  # the empty language
+EMPTY = 1  # the empty string
+
+LA_END = 256
+LA_TOKEN = 257
+FULL_MASK = (1 << 256) - 1
+
+# flags
+HAS_POSS = 1
+HAS_SETOP = 2
+HAS_SYM = 4
+
+#: Bound on states explored by one emptiness or shortest-length search.
+MAX_SEARCH_STATES = 50_000
+
+
+class TermStore:
+    """Interned terms with memoised nullability, derivatives, byte classes and shortest lengths."""
+
+    def __init__(self, max_terms: int = 2_000_000) -> None:
+        self.max_terms = max_terms
+        self.kind: list[int] = []
+        self.a: list[int] = []
+        self.b: list[object] = []
+        self.nullable: list[bool] = []
+        self.flags: list[int] = []
+        self._intern: dict[tuple, int] = {}
+        self._deriv: dict[int, int] = {}  # key: term * 512 + byte
+        self._deriv_np: dict[int, int] = {}
+        self._lower: dict[int, int] = {}
+        self._deriv_sym: dict[tuple[int, int, int], int] = {}
+        self._nullable_at: dict[tuple[int, int], bool] = {}
+        self._classes: dict[int, tuple[int, ...]] = {}
+        self._first_syms: dict[int, frozenset[int]] = {}
+        self._empty: dict[int, bool] = {}
+        self._shortest: dict[int, int] = {}
+        self._make((NOTHING_K,), NOTHING_K, 0, None, False, 0)
+        self._make((EMPTY_K,), EMPTY_K, 0, None, True, 0)
+
+    def __len__(self) -> int:
+        return len(self.kind)
+
+    # -- construction ---------------------------------------------------------------------------
+
+    def _make(self, key: tuple, kind: int, a: int, b: object, nullable: bool, flags: int) -> int:
+        tid = self._intern.get(key)
+        if tid is not None:
+            return tid
+        tid = len(self.kind)
+        if tid >= self.max_terms:
+            raise LimitError("the grammar's automata grew too large", limit="max_terms", value=self.max_terms)
+        self.kind.append(kind)
+        self.a.append(a)
+        self.b.append(b)
+        self.nullable.append(nullable)
+        self.flags.append(flags)
+        self._intern[key] = tid
+        return tid
+
+    def bytes_(self, mask: int) -> int:
+        if mask == 0:
+            return NOTHING
+        return self._make((BYTES_K, mask), BYTES_K, 0, mask, False, 0)
+
+    def sym(self, symbol: int) -> int:
+        return self._make((SYM_K, symbol), SYM_K, symbol, None, False, HAS_SYM)
+
+    def seq(self, x: int, y: int) -> int:
+        if x == NOTHING or y == NOTHING:
+            return NOTHING
+        if x == EMPTY:
+            return y
+        if y == EMPTY:
+            return x
+        if self.kind[x] == SEQ_K:
+            # keep sequences right-nested so that tails are shared
+            parts = []
+            while self.kind[x] == SEQ_K:
+                parts.append(self.a[x])
+                x = self.b[x]  # type: ignore[assignment]
+            parts.append(x)
+            out = y
+            for p in reversed(parts):
+                out = self.seq(p, out)
+            return out
+        return self._make(
+            (SEQ_K, x, y), SEQ_K, x, y, self.nullable[x] and self.nullable[y], self.flags[x] | self.flags[y]
+        )
+
+    def seq_list(self, items: list[int]) -> int:
+        out = EMPTY
+        for t in reversed(items):
+            out = self.seq(t, out)
+        return out
+
+    def alt(self, items: list[int] | tuple[int, ...]) -> int:
+        flat: set[int] = set()
+        for t in items:
+            if self.kind[t] == ALT_K:
+                flat.update(self.b[t])  # type: ignore[arg-type]
+            elif t != NOTHING:
+                flat.add(t)
+        if not flat:
+            return NOTHING
+        if len(flat) == 1:
+            return next(iter(flat))
+        # left-factor alternatives with the same first part: a big enum of strings becomes a trie,
+        # so a derivative touches the few branches that share the byte read, not all of them
+        heads: dict[int, list[int]] = {}
+        for t in flat:
+            if self.kind[t] == SEQ_K:
+                heads.setdefault(self.a[t], []).append(self.b[t])  # type: ignore[arg-type]
+            else:
+                heads.setdefault(t, []).append(EMPTY)
+        if len(heads) < len(flat):
+            flat = {h if tails == [EMPTY] else self.seq(h, self.alt(tails)) for h, tails in heads.items()}
+            if len(flat) == 1:
+                return next(iter(flat))
+        # single-byte alternatives merge into one byte set
+        masks = [t for t in flat if self.kind[t] == BYTES_K]
+        if len(masks) > 1:
+            m = 0
+            for t in masks:
+                m |= self.b[t]  # type: ignore[operator]
+                flat.discard(t)
+            flat.add(self.bytes_(m))
+            if len(flat) == 1:
+                return next(iter(flat))
+        ops = tuple(sorted(flat))
+        nullable = any(self.nullable[t] for t in ops)
+        flags = 0
+        for t in ops:
+            flags |= self.flags[t]
+        return self._make((ALT_K, ops), ALT_K, 0, ops, nullable, flags)
+
+    def repeat(self, x: int, lo: int, hi: int | None) -> int:
+        if hi == 0 or x == EMPTY:
+            return EMPTY
+        if x == NOTHING:
+            return EMPTY if lo == 0 else NOTHING
+        if self.nullable[x]:
+            lo = 0
+        if lo == 1 and hi == 1:
+            return x
+        if self.kind[x] == REPEAT_K and hi is None and lo <= 1:
+            # (x{l,})* style nesting: (x*)* = x*, (x+)* = x*
+            lo2, hi2 = self.b[x]  # type: ignore[misc]
+            if hi2 is None and lo2 <= 1:
+                return self.repeat(self.a[x], 0 if lo == 0 or lo2 == 0 else 1, None)
+        return self._make((REPEAT_K, x, lo, hi), REPEAT_K, x, (lo, hi), lo == 0, self.flags[x])
+
+    def and_(self, x: int, y: int) -> int:
+        if x == NOTHING or y == NOTHING:
+            return NOTHING
+        if x == y:
+            return x
+        if x > y:
+            x, y = y, x
+        return self._make(
+            (AND_K, x, y), AND_K, x, y, self.nullable[x] and self.nullable[y], self.flags[x] | self.flags[y] | HAS_SETOP
+        )
+
+    def diff(self, x: int, y: int) -> int:
+        if x == NOTHING or x == y:
+            return NOTHING
+        if y == NOTHING:
+            return x
+        return self._make(
+            (DIFF_K, x, y),
+            DIFF_K,
+            x,
+            y,
+            self.nullable[x] and not self.nullable[y],
+            self.flags[x] | self.flags[y] | HAS_SETOP,
+        )
+
+    def poss(self, x: int) -> int:
+        if x in (NOTHING, EMPTY) or self.kind[x] == POSS_K:
+            return x
+        return self._make((POSS_K, x), POSS_K, x, None, self.nullable[x], self.flags[x] | HAS_POSS)
+
+    # -- lookahead-dependent nullability ----------------------------------------------------------
+
+    def nullable_at(self, t: int, la: int) -> bool:
+        """Whether ``t`` can match the empty string when the next input is ``la``."""
+        if not self.flags[t] & HAS_POSS:
+            return self.nullable[t]
+        key = (t, la)
+        r = self._nullable_at.get(key)
+        if r is not None:
+            return r
+        k = self.kind[t]
+        if k == SEQ_K:
+            r = self.nullable_at(self.a[t], la) and self.nullable_at(self.b[t], la)  # type: ignore[arg-type]
+        elif k == ALT_K:
+            r = any(self.nullable_at(u, la) for u in self.b[t])  # type: ignore[union-attr]
+        elif k == REPEAT_K:
+            r = self.b[t][0] == 0 or self.nullable_at(self.a[t], la)  # type: ignore[index]
+        elif k == POSS_K:
+            inner = self.a[t]
+            r = self.nullable[inner] and (la >= 256 or self.is_empty(self.deriv(inner, la)))
+        elif k == AND_K:
+            r = self.nullable_at(self.a[t], la) and self.nullable_at(self.b[t], la)  # type: ignore[arg-type]
+        elif k == DIFF_K:
+            r = self.nullable_at(self.a[t], la) and not self.nullable_at(self.b[t], la)  # type: ignore[arg-type]
+        else:
+            r = self.nullable[t]
+        self._nullable_at[key] = r
+        return r
+
+    # -- derivatives ----------------------------------------------------------------------------
+
+    def deriv(self, t: int, c: int) -> int:
+        """The derivative of ``t`` by byte ``c``, with semantically empty results made NOTHING."""
+        key = t * 512 + c
+        r = self._deriv.get(key)
+        if r is not None:
+            return r
+        r = self._deriv_raw(t, c)
+        if r != NOTHING and self.flags[r] & (HAS_POSS | HAS_SETOP) and self.is_empty(r):
+            r = NOTHING
+        self._deriv[key] = r
+        return r
+
+    def _deriv_raw(self, t: int, c: int) -> int:
+        return self._derive(t, c, self.deriv)
+
+    def _deriv_unpruned(self, t: int, c: int) -> int:
+        """Derivative with no emptiness pruning anywhere below: what emptiness searches walk, so
+        that a search never starts another search (which could recurse without end)."""
+        key = t * 512 + c
+        r = self._deriv_np.get(key)
+        if r is None:
+            r = self._deriv_np[key] = self._derive(t, c, self._deriv_unpruned)
+        return r
+
+    def _derive(self, t: int, c: int, sub: Callable[[int, int], int]) -> int:
+        k = self.kind[t]
+        if k == BYTES_K:
+            return EMPTY if (self.b[t] >> c) & 1 else NOTHING  # type: ignore[operator]
+        if k == SEQ_K:
+            head, tail = self.a[t], self.b[t]
+            r = self.seq(sub(head, c), tail)  # type: ignore[arg-type]
+            if self.nullable_at(head, c):
+                r = self.alt((r, sub(tail, c)))  # type: ignore[arg-type]
+            return r
+        if k == ALT_K:
+            return self.alt([sub(u, c) for u in self.b[t]])  # type: ignore[union-attr]
+        if k == REPEAT_K:
+            lo, hi = self.b[t]  # type: ignore[misc]
+            x = self.a[t]
+            rest = self.repeat(x, max(lo - 1, 0), None if hi is None else hi - 1)
+            return self.seq(sub(x, c), rest)
+        if k == POSS_K:
+            return self.poss(sub(self.a[t], c))
+        if k == AND_K:
+            return self.and_(sub(self.a[t], c), sub(self.b[t], c))  # type: ignore[arg-type]
+        if k == DIFF_K:
+            return self.diff(sub(self.a[t], c), sub(self.b[t], c))  # type: ignore[arg-type]
+        return NOTHING  # NOTHING, EMPTY, SYM
+
+    def deriv_sym(self, t: int, symbol: int, la: int) -> int:
+        """The derivative of ``t`` by a non-byte symbol; ``la`` is the first byte the symbol stands
+        for (or LA_TOKEN), which decides whether greedy lexemes before it may end."""
+        if not self.flags[t] & HAS_SYM:
+            return NOTHING
+        if not self.flags[t] & HAS_POSS:
+            la = 0
+        key = (t, symbol, la)
+        r = self._deriv_sym.get(key)
+        if r is not None:
+            return r
+        k = self.kind[t]
+        if k == SYM_K:
+            r = EMPTY if self.a[t] == symbol else NOTHING
+        elif k == SEQ_K:
+            head, tail = self.a[t], self.b[t]
+            r = self.seq(self.deriv_sym(head, symbol, la), tail)  # type: ignore[arg-type]
+            if self.nullable_at(head, la):
+                r = self.alt((r, self.deriv_sym(tail, symbol, la)))  # type: ignore[arg-type]
+        elif k == ALT_K:
+            r = self.alt([self.deriv_sym(u, symbol, la) for u in self.b[t]])  # type: ignore[union-attr]
+        elif k == REPEAT_K:
+            lo, hi = self.b[t]  # type: ignore[misc]
+            x = self.a[t]
+            r = self.seq(self.deriv_sym(x, symbol, la), self.repeat(x, max(lo - 1, 0), None if hi is None else hi - 1))
+        else:
+            r = NOTHING  # symbols never appear inside lexemes or set operations
+        self._deriv_sym[key] = r
+        return r
+
+    def first_syms(self, t: int) -> frozenset[int]:
+        """Symbols that can come first in ``t`` (after any nullable prefix)."""
+        if not self.flags[t] & HAS_SYM:
+            return frozenset()
+        r = self._first_syms.get(t)
+        if r is not None:
+            return r
+        k = self.kind[t]
+        if k == SYM_K:
+            r = frozenset([self.a[t]])
+        elif k == SEQ_K:
+            r = self.first_syms(self.a[t])
+            if self.nullable[self.a[t]] or self.flags[self.a[t]] & HAS_POSS:
+                r = r | self.first_syms(self.b[t])  # type: ignore[arg-type]
+        elif k == ALT_K:
+            r = frozenset().union(*(self.first_syms(u) for u in self.b[t]))  # type: ignore[union-attr]
+        elif k == REPEAT_K:
+            r = self.first_syms(self.a[t])
+        else:
+            r = frozenset()
+        self._first_syms[t] = r
+        return r
+
+    # -- byte classes ---------------------------------------------------------------------------
+
+    def classes(self, t: int) -> tuple[int, ...]:
+        """A partition of the 256 bytes (as bit masks) on which ``deriv(t, .)`` and
+        ``nullable_at(t, .)`` are constant."""
+        r = self._classes.get(t)
+        if r is not None:
+            return r
+        k = self.kind[t]
+        if k == BYTES_K:
+            m = self.b[t]
+            r = _partition([m, FULL_MASK ^ m])  # type: ignore[list-item,operator]
+        elif k == SEQ_K:
+            r = self.classes(self.a[t])
+            if self.nullable[self.a[t]] or self.flags[self.a[t]] & HAS_POSS:
+                r = refine(r, self.classes(self.b[t]))  # type: ignore[arg-type]
+        elif k == ALT_K:
+            r = (FULL_MASK,)
+            for u in self.b[t]:  # type: ignore[union-attr]
+                r = refine(r, self.classes(u))
+        elif k in (REPEAT_K, POSS_K):
+            r = self.classes(self.a[t])
+        elif k in (AND_K, DIFF_K):
+            r = refine(self.classes(self.a[t]), self.classes(self.b[t]))  # type: ignore[arg-type]
+        else:
+            r = (FULL_MASK,)
+        self._classes[t] = r
+        return r
+
+    # -- emptiness and shortest completions -----------------------------------------------------
+
+    def is_empty(self, t: int) -> bool:
+        """Whether ``t`` has no sentence (searches derivatives where set operations or greedy
+        lexemes make syntax alone insufficient). Symbols count as non-empty."""
+        if t == NOTHING:
+            return True
+        if not self.flags[t] & (HAS_POSS | HAS_SETOP):
+            return False
+        r = self._empty.get(t)
+        if r is not None:
+            return r
+        return self._depth_first_empty(t)
+
+    def _accepts(self, t: int) -> bool:
+        return self.nullable_at(t, LA_END) or bool(self.flags[t] & HAS_SYM and self.first_syms(t))
+
+    def _depth_first_empty(self, t: int) -> bool:
+        """Best-first search for a sentence, guided by a lower bound on the bytes still needed:
+        a witness is usually a few bytes away, and the states on its path are recorded as
+        non-empty, so the derivatives a walk asks about next are answered from the record."""
+        memo = self._empty
+        if self._accepts(t):
+            memo[t] = False
+            return False
+        parent: dict[int, int] = {t: -1}
+        heap = [(self._estimate(t), 0, t)]
+        order = 0
+        while heap:
+            _, _, u = heapq.heappop(heap)
+            for nxt in self._successors(u):
+                if nxt in parent:
+                    continue
+                known = memo.get(nxt)
+                if known is True:
+                    continue
+                parent[nxt] = u
+                if known is False or self._accepts(nxt):
+                    while nxt != -1:  # the witness path: all non-empty
+                        memo[nxt] = False
+                        nxt = parent[nxt]
+                    return False
+                if len(parent) > MAX_SEARCH_STATES:
+                    raise LimitError(
+                        "a regular set operation or greedy lexeme needs too large an automaton",
+                        limit="MAX_SEARCH_STATES",
+                        value=MAX_SEARCH_STATES,
+                    )
+                order += 1
+                heapq.heappush(heap, (self._estimate(nxt), order, nxt))
+        for u in parent:  # nothing reachable from any of them accepts
+            memo[u] = True
+        return True
+
+    def _estimate(self, t: int) -> int:
+        """A lower bound on the bytes of any sentence of ``t`` (structural, memoised)."""
+        r = self._lower.get(t)
+        if r is None:
+            k = self.kind[t]
+            if k in (EMPTY_K, SYM_K, NOTHING_K):
+                r = 0
+            elif k == BYTES_K:
+                r = 1
+            elif k == SEQ_K:
+                r = self._estimate(self.a[t]) + self._estimate(self.b[t])  # type: ignore[arg-type]
+            elif k == ALT_K:
+                r = min(self._estimate(u) for u in self.b[t])  # type: ignore[union-attr]
+            elif k == REPEAT_K:
+                r = self.b[t][0] * self._estimate(self.a[t])  # type: ignore[index]
+            elif k == AND_K:
+                r = max(self._estimate(self.a[t]), self._estimate(self.b[t]))  # type: ignore[arg-type]
+            else:  # DIFF, POSS
+                r = self._estimate(self.a[t])
+            self._lower[t] = r
+        return r
+
+    def _successors(self, t: int) -> Iterator[int]:
+        for part in self.classes(t):
+            d = self._deriv_unpruned(t, (part & -part).bit_length() - 1)
+            if d != NOTHING:
+                yield d
+
+    def shortest(self, t: int) -> int | None:
+        """Length in bytes of the shortest sentence of ``t`` (symbols count as 0), or None."""
+        r = self._shortest.get(t)
+        if r is not None:
+            return r
+        if t == NOTHING:
+            return None
+        if not self.flags[t] & (HAS_POSS | HAS_SETOP):
+            r = self._shortest_plain(t)
+        else:
+            r = self._search(t)
+        if r is not None:
+            self._shortest[t] = r
+        return r
+
+    def _shortest_plain(self, t: int) -> int:
+        k = self.kind[t]
+        if k in (EMPTY_K, SYM_K):
+            return 0
+        if k == BYTES_K:
+            return 1
+        if k == SEQ_K:
+            return self.shortest(self.a[t]) + self.shortest(self.b[t])  # type: ignore[operator, arg-type]
+        if k == ALT_K:
+            return min(self.shortest(u) for u in self.b[t])  # type: ignore[union-attr, type-var]
+        if k == REPEAT_K:
+            return self.b[t][0] * self.shortest(self.a[t])  # type: ignore[index, operator]
+        raise AssertionError(k)
+
+    def _search(self, t: int) -> int | None:
+        """Breadth-first search for the shortest path from ``t`` to an accepting derivative."""
+        seen = {t}
+        frontier = [t]
+        depth = 0
+        while frontier:
+            for u in frontier:
+                if self.nullable_at(u, LA_END) or (self.flags[u] & HAS_SYM and self.first_syms(u)):
+                    return depth
+            nxt = []
+            for u in frontier:
+                for m in self.classes(u):
+                    c = (m & -m).bit_length() - 1
+                    d = self._deriv_unpruned(u, c)
+                    if d != NOTHING and d not in seen:
+                        seen.add(d)
+                        nxt.append(d)
+            if len(seen) > MAX_SEARCH_STATES:
+                raise LimitError(
+                    "a regular set operation or greedy lexeme needs too large an automaton",
+                    limit="MAX_SEARCH_STATES",
+                    value=MAX_SEARCH_STATES,
+                )
+            frontier = nxt
+            depth += 1
+        return None
+
+
+def _partition(masks: list[int]) -> tuple[int, ...]:
+    return tuple(m for m in masks if m)
+
+
+def refine(p: tuple[int, ...], q: tuple[int, ...]) -> tuple[int, ...]:
+    """The coarsest common refinement of two partitions of the byte set."""
+    if len(p) == 1:
+        return q
+    if len(q) == 1:
+        return p
+    out = []
+    for x in p:
+        for y in q:
+            z = x & y
+            if z:
+                out.append(z)
+    return tuple(out)

@@ -1,0 +1,36 @@
+"""One token trie per vocabulary: built on first use, kept in memory and cached on disk."""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .token_trie import TokenTrie, build_token_trie_from_buffer
+
+if TYPE_CHECKING:
+    from ..vocab import Vocab
+
+TRIE_CACHE_KEY = "engine-token-trie-v4"
+_memory: dict[str, TokenTrie] = {}
+_lock = threading.Lock()
+
+
+def _build(vocab: Vocab) -> TokenTrie:
+    return build_token_trie_from_buffer(vocab.buffer, vocab.offsets, np.asarray(vocab.is_text))
+
+
+def token_trie_for(vocab: Vocab) -> TokenTrie:
+    """The trie of ``vocab``'s text tokens (memory, then disk cache, then built)."""
+    fp = vocab.fingerprint
+    with _lock:
+        trie = _memory.get(fp)
+        if trie is not None:
+            return trie
+        from ..vocab.cache import cached_arrays
+
+        arrays = cached_arrays(fp, TRIE_CACHE_KEY, lambda: _build(vocab).to_arrays())
+        trie = TokenTrie.from_arrays(arrays)
+        _memory[fp] = trie
+        return trie
