@@ -6,14 +6,8 @@ import json
 from typing import Any, Iterable
 
 import jsonschema
-import pytest
 
 from structgen.schema import json_schema_to_grammar
-from structgen.schema.scalars import REAL_SCALARS
-
-needs_scalars = pytest.mark.skipif(
-    not REAL_SCALARS, reason="the scalar translators (strings.py / numbers.py) are not merged yet"
-)
 
 
 def texts(value: Any) -> list[str]:

@@ -18,7 +18,6 @@ from hypothesis import strategies as st
 
 from structgen.errors import SchemaError
 from structgen.schema import json_schema_to_grammar
-from structgen.schema.scalars import REAL_SCALARS
 
 NAMES = ["a", "b", "c", "é", 'q"']
 SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-20, 20), st.sampled_from([0.5, -1.25, 2.0, 1e3]),
@@ -34,14 +33,12 @@ def _leaf_schema() -> st.SearchStrategy[dict]:
         st.builds(lambda vs: {"enum": vs}, st.lists(SCALARS, min_size=1, max_size=4)),
         st.builds(lambda v: {"const": v}, SCALARS),
         st.just({}),
+        st.builds(lambda lo, hi: {"type": "integer", "minimum": lo, "maximum": hi}, st.integers(-5, 5), st.integers(-5, 10)),
+        st.builds(lambda lo: {"type": "number", "exclusiveMinimum": lo}, st.sampled_from([0, 0.5, -1])),
+        st.builds(lambda lo, hi: {"type": "string", "minLength": lo, "maxLength": hi}, st.integers(0, 2), st.integers(0, 3)),
+        st.builds(lambda m: {"type": "integer", "multipleOf": m}, st.sampled_from([2, 3, 5])),
+        st.builds(lambda p: {"type": "string", "pattern": p}, st.sampled_from(["^a", "b$", "^[a-c]*$", "x|é"])),
     ]
-    if REAL_SCALARS:
-        options += [
-            st.builds(lambda lo, hi: {"type": "integer", "minimum": lo, "maximum": hi}, st.integers(-5, 5), st.integers(-5, 10)),
-            st.builds(lambda lo: {"type": "number", "exclusiveMinimum": lo}, st.sampled_from([0, 0.5, -1])),
-            st.builds(lambda lo, hi: {"type": "string", "minLength": lo, "maxLength": hi}, st.integers(0, 2), st.integers(0, 3)),
-            st.builds(lambda m: {"type": "integer", "multipleOf": m}, st.sampled_from([2, 3, 5])),
-        ]
     return st.one_of(*options)
 
 

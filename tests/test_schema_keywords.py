@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from schema_helpers import check, needs_scalars
+from schema_helpers import check
 from structgen.errors import SchemaError
 from structgen.schema import json_schema_to_grammar
 
@@ -95,20 +95,17 @@ def test_keys_with_escapes() -> None:
           [{'q"uote': 1}, {"new\nline": None}], [{'q"uote': None}, {"other": 1}])
 
 
-@needs_scalars
 def test_pattern_properties() -> None:
     schema = {"properties": {"foo": {"type": "array", "maxItems": 3}}, "patternProperties": {"^f": {"minItems": 2}},
               "additionalProperties": {"type": "integer"}}
     check(schema, [{"foo": [1, 2]}, {"fa": [1, 2]}, {"x": 1}], [{"foo": []}, {"foo": [1, 2, 3, 4]}, {"fa": [1]}, {"x": "s"}])
 
 
-@needs_scalars
 def test_overlapping_pattern_properties() -> None:
     schema = {"patternProperties": {"a": {"type": "integer"}, "b": {"minimum": 3}}, "additionalProperties": False}
     check(schema, [{"a": 1}, {"b": 5}, {"ab": 4}, {"b": "x"}], [{"ab": 1}, {"ab": "s"}, {"c": 1}, {"a": "s"}])
 
 
-@needs_scalars
 def test_property_names() -> None:
     check({"propertyNames": {"maxLength": 3}}, [{}, {"abc": 1}], [{"abcd": 1}])
     check({"propertyNames": {"enum": ["x", "y"]}}, [{"x": 1}, {"x": 1, "y": 2}, {"y": 1, "x": 2}], [{"z": 1}])
@@ -170,7 +167,6 @@ def test_contains() -> None:
     check({"contains": {"const": 5}, "minContains": 0}, [[], [1]], [])
 
 
-@needs_scalars
 def test_max_contains() -> None:
     check({"contains": {"const": 5}, "maxContains": 1}, [[5], [1, 5, 2]], [[], [5, 5]])
     check({"contains": {"type": "string"}, "minContains": 1, "maxContains": 2, "maxItems": 4},
@@ -201,7 +197,6 @@ def test_not() -> None:
     check({"not": {}}, spec=False) if False else None
 
 
-@needs_scalars
 def test_not_number_forms() -> None:
     check({"type": "number", "not": {"minimum": 3}}, [2, 2.99], [3, 4])
     check({"type": "integer", "not": {"const": 3}}, [2, 4], [3])
@@ -239,7 +234,6 @@ def test_draft07_forms() -> None:
     check(schema, [{"a": "x"}], [{"a": 1}])
 
 
-@needs_scalars
 def test_draft04_exclusive_bounds() -> None:
     schema = {"$schema": "http://json-schema.org/draft-04/schema#", "type": "number", "minimum": 1, "exclusiveMinimum": True}
     check(schema, [1.5], [1, 0])

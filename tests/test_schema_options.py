@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from schema_helpers import check, needs_scalars
+from schema_helpers import check
 from structgen.errors import SchemaError
 from structgen.schema import SchemaOptions, compile_schema, json_schema_to_grammar
 
@@ -127,7 +127,6 @@ def test_one_of_modes() -> None:
     del schema
 
 
-@needs_scalars
 def test_formats_ignore() -> None:
     g = json_schema_to_grammar({"type": "string", "format": "email"}, formats="ignore")
     assert g.matches('"not an email"')

@@ -16,7 +16,6 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, Field, TypeAdapter
 from typing_extensions import TypedDict
 
-from schema_helpers import needs_scalars
 from structgen.grammar import Grammar
 from structgen.schema import type_schema, type_to_grammar
 
@@ -151,7 +150,6 @@ def test_other_types() -> None:
             assert not g.matches(text), (tp, text)
 
 
-@needs_scalars
 def test_constrained_fields_and_formats() -> None:
     class Item(BaseModel):
         sku: Annotated[str, Field(pattern=r"^[A-Z]{3}-\d{3}$")]
@@ -176,7 +174,6 @@ def test_constrained_fields_and_formats() -> None:
         assert not g.matches(text), text
 
 
-@needs_scalars
 def test_naive_datetime_is_refused() -> None:
     from pydantic import NaiveDatetime
 
