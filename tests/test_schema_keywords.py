@@ -248,3 +248,22 @@ def test_anchor_and_id_refs() -> None:
 def test_unknown_keywords_and_annotations_are_ignored() -> None:
     check({"type": "integer", "title": "t", "description": "d", "default": "x", "examples": [1], "x-custom": {"type": "string"}},
           [1], ["s"])
+
+
+def test_unevaluated_properties_through_ref_and_all_of() -> None:
+    schema = {"$defs": {"base": {"properties": {"x": {"type": "integer"}}}},
+              "allOf": [{"$ref": "#/$defs/base"}], "properties": {"a": {}}, "unevaluatedProperties": False}
+    check(schema, [{"a": 1, "x": 2}, {}], [{"b": 1}, {"a": 1, "x": "s"}])
+    check({"patternProperties": {"^x": {}}, "unevaluatedProperties": {"type": "string"}}, [{"x1": 1, "y": "s"}], [{"y": 1}])
+    check({"additionalProperties": True, "unevaluatedProperties": False}, [{"q": 1}], [])
+
+
+def test_unevaluated_items() -> None:
+    check({"prefixItems": [{"type": "string"}], "unevaluatedItems": {"type": "integer"}}, [["a", 1, 2]], [["a", "b"]])
+    check({"items": {"type": "string"}, "unevaluatedItems": False}, [["a", "b"]], [[1]])
+
+
+def test_unevaluated_next_to_branches_is_refused() -> None:
+    with pytest.raises(SchemaError) as e:
+        json_schema_to_grammar({"anyOf": [{"properties": {"a": {}}}], "unevaluatedProperties": False})
+    assert (e.value.keyword, e.value.pointer) == ("unevaluatedProperties", "")

@@ -382,6 +382,79 @@ def _object_schema(node: dict, ptr: tuple, ctx: Any) -> Schema | None:
     return replace(ANY, object=(rec,))
 
 
+#: In-place applicators whose annotations depend on which branch succeeds: ``unevaluated*``
+#: next to them (directly or through ``$ref`` / ``allOf``) is refused.
+_BRANCHING = ("anyOf", "oneOf", "not", "if", "dependentSchemas", "dependencies", "$dynamicRef", "$recursiveRef")
+
+
+def _in_place_closure(node: dict, ptr: tuple, kw: str, ctx: Any) -> list[dict] | str:
+    """The schema objects that apply in place to the same instance through ``$ref`` and
+    ``allOf`` (``node`` first); a string naming the blocking keyword if a branching applicator
+    is among them."""
+    out: list[dict] = []
+    seen: set[tuple] = set()
+    stack: list[tuple[Any, tuple]] = [(node, ptr)]
+    while stack:
+        n, at = stack.pop()
+        if not isinstance(n, dict) or at in seen:
+            continue
+        seen.add(at)
+        out.append(n)
+        for k in _BRANCHING:
+            if k in n:
+                return k
+        if at != ptr and kw in n:
+            return kw  # a nested unevaluated* keyword: annotations of annotations
+        if isinstance(n.get("$ref"), str):
+            target = ctx.doc.resolve(n["$ref"], at)
+            stack.append((ctx.doc.at(target), target))
+        if isinstance(n.get("allOf"), list):
+            stack.extend((x, at + ("allOf", i)) for i, x in enumerate(n["allOf"]))
+    return out
+
+
+def _unevaluated(node: dict, ptr: tuple, kw: str, ctx: Any) -> Schema | None:
+    """``unevaluatedProperties`` / ``unevaluatedItems`` where the schema objects applying in
+    place are reached through ``$ref`` and ``allOf`` only: "evaluated" is then what their
+    ``properties``/``patternProperties`` (``prefixItems``/``items``) name, whatever the
+    instance, and the keyword works like ``additionalProperties`` (``items``) over all of them.
+    Next to a branching applicator (``anyOf``, ``if``...) it is refused (None)."""
+    p = pointer_text(ptr)
+    closure = _in_place_closure(node, ptr, kw, ctx)
+    if isinstance(closure, str):
+        ctx.refuse(kw, p, f"{kw} next to {closure} is not supported (annotations of branches are not tracked)")
+        return None
+    h = Loc(ptr + (kw,))
+    if kw == "unevaluatedProperties":
+        names: dict[str, None] = {}
+        patterns: dict[str, None] = {}
+        for n in closure:
+            if "additionalProperties" in n:
+                ctx.note_ignored(p, kw, "no effect: an additionalProperties evaluates every other key")
+                return None
+            if isinstance(n.get("properties"), dict):
+                names.update(dict.fromkeys(n["properties"]))
+            if isinstance(n.get("patternProperties"), dict):
+                patterns.update(dict.fromkeys(n["patternProperties"]))
+        policy = KeyPolicy(tuple((k, TRUE) for k in names), tuple((k, TRUE) for k in patterns), h, p)
+        return replace(ANY, object=(ObjectC((policy,), ptr=p),))
+    evaluated = 0
+    for n in closure:
+        if "contains" in n:
+            ctx.refuse(kw, p, "unevaluatedItems next to contains is not supported")
+            return None
+        items = n.get("items")
+        if items is not None and not isinstance(items, list):
+            ctx.note_ignored(p, kw, "no effect: an items evaluates every item after prefixItems")
+            return None
+        if isinstance(items, list) and "additionalItems" in n:
+            ctx.note_ignored(p, kw, "no effect: an additionalItems evaluates every other item")
+            return None
+        prefix = n.get("prefixItems") if isinstance(n.get("prefixItems"), list) else items
+        evaluated = max(evaluated, len(prefix) if isinstance(prefix, list) else 0)
+    return replace(ANY, array=(ArrayC((TRUE,) * evaluated, h, ptr=p),))
+
+
 # ---------------------------------------------------------------------------------------------
 # The whole object
 
@@ -420,7 +493,9 @@ def normalize_object(ctx: Any, ptr: tuple, node: Any) -> Schema:
         if kw in node:
             _schema_value(node, kw, ptr)
             if node[kw] is not True:
-                ctx.refuse(kw, p, f"{kw} is not supported")
+                extra = _unevaluated(node, ptr, kw, ctx)
+                if extra is not None:
+                    parts.append(extra)
     # in-place applicators
     if "$ref" in node:
         if not isinstance(node["$ref"], str):
