@@ -108,7 +108,9 @@ def test_property_order_any_state_limit() -> None:
 
 def test_strict_forbids_unlisted_keys() -> None:
     g = json_schema_to_grammar({"properties": {"a": {}}, "required": ["a"], "additionalProperties": True}, strict=True)
-    assert g.matches('{"a":1,"b":2}')  # additionalProperties written out: strict does not override it
+    assert g.matches('{"a":1}') and not g.matches('{"a":1,"b":2}')
+    g = json_schema_to_grammar({"properties": {"a": {}}, "additionalProperties": {"type": "integer"}}, strict=True)
+    assert g.matches('{"a":1,"b":2}')  # an additionalProperties schema is a real constraint: kept
     g = json_schema_to_grammar({"properties": {"a": {"type": "object"}}}, strict=True)
     assert g.matches('{"a":{"free":1}}')  # a free-form object stays free-form
     assert not g.matches('{"a":{},"b":2}')

@@ -330,8 +330,8 @@ def _object_schema(node: dict, ptr: tuple, ctx: Any) -> Schema | None:
     if "additionalProperties" in node:
         _schema_value(node, "additionalProperties", ptr)
         additional = Loc(ptr + ("additionalProperties",))
-    elif ctx.opts.strict and (props or patterns):
-        additional = FALSE
+    if ctx.opts.strict and (props or patterns) and node.get("additionalProperties", True) is True:
+        additional = FALSE  # strict: only what the object lists, even where it allows more
     required: list[str] = []
     if "required" in node:
         required = _string_list(node["required"], "required", ptr)
