@@ -90,7 +90,7 @@ def test_refusals_name_keyword_and_pointer() -> None:
     e = _error({"$defs": {"u": {"type": "array", "items": {"type": "string"}, "uniqueItems": True}},
                 "properties": {"x": {"$ref": "#/$defs/u"}}})
     assert (e.keyword, e.pointer) == ("uniqueItems", "/$defs/u")
-    e = _error({"properties": {"a": {"unevaluatedProperties": False}}})
+    e = _error({"properties": {"a": {"anyOf": [{}], "unevaluatedProperties": False}}})
     assert (e.keyword, e.pointer) == ("unevaluatedProperties", "/properties/a")
     e = _error({"anyOf": [{"not": {"multipleOf": 2}}]})
     assert (e.keyword, e.pointer) == ("not", "/anyOf/0")

@@ -267,3 +267,10 @@ def test_unevaluated_next_to_branches_is_refused() -> None:
     with pytest.raises(SchemaError) as e:
         json_schema_to_grammar({"anyOf": [{"properties": {"a": {}}}], "unevaluatedProperties": False})
     assert (e.value.keyword, e.value.pointer) == ("unevaluatedProperties", "")
+
+
+def test_complement_of_additional_properties() -> None:
+    branches = [{"properties": {"a": {}}, "additionalProperties": False}, {"properties": {"b": {}}, "additionalProperties": False}]
+    check({"type": "object", "oneOf": branches}, [{"a": 1}, {"b": 1}], [{}, {"a": 1, "b": 2}, {"c": 1}])
+    schema = {"type": "object", "not": {"properties": {"a": {}}, "additionalProperties": {"type": "integer"}}}
+    check(schema, [{"b": "s"}, {"a": 1, "b": "x"}, {"b": 1, "c": "x"}], [{}, {"a": 1}, {"b": 1}])

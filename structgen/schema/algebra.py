@@ -229,6 +229,7 @@ def intersect_object(a: ObjectC, b: ObjectC, ctx: Any) -> ObjectC | None:
         _merge_unique(a.dep_required, b.dep_required),
         _merge_unique(a.dep_schemas, b.dep_schemas),
         a.ptr or b.ptr,
+        _merge_unique(a.witnesses, b.witnesses),
     )
     # a required key whose value no schema allows empties the record: checked where both sides
     # say something about the key (a discriminator ``const`` against another one...)

@@ -215,7 +215,7 @@ def finite_values(em: Any, s: Schema, depth: Any = None) -> list[tuple[Any, ir.N
 
 
 def _const_object(obj: ObjectC) -> ConstH | None:
-    if len(obj.policies) != 1 or obj.names or obj.dep_required or obj.dep_schemas:
+    if len(obj.policies) != 1 or obj.names or obj.dep_required or obj.dep_schemas or obj.witnesses:
         return None
     pol: KeyPolicy = obj.policies[0]
     if pol.patterns or not isinstance(pol.additional, NeverH):

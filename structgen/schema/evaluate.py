@@ -83,6 +83,15 @@ def _object_accepts(rec: ObjectC, value: dict, ctx: Any, depth: int) -> bool:
     for a, h in rec.dep_schemas:
         if a in value and not accepts(ctx.normalize(h), value, ctx, depth + 1):
             return False
+    for names, patterns, v in rec.witnesses:
+        vs = ctx.normalize(v)
+        if not any(
+            k not in names
+            and not any(ctx.pattern_matches(p, ptr, k) for p, ptr in patterns)
+            and accepts(vs, x, ctx, depth + 1)
+            for k, x in value.items()
+        ):
+            return False
     return True
 
 

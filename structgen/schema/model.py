@@ -251,6 +251,9 @@ class ObjectC:
     dep_required: tuple[tuple[str, tuple[str, ...]], ...] = ()
     dep_schemas: tuple[tuple[str, Handle], ...] = ()
     ptr: str = field(default="", compare=False)
+    #: "some key outside ``names`` matching none of ``patterns`` has a value valid against the
+    #: handle" (the complement of ``additionalProperties``)
+    witnesses: tuple[tuple[frozenset[str], tuple[tuple[str, str], ...], Handle], ...] = ()
 
     def is_trivial(self) -> bool:
         return (
@@ -261,6 +264,7 @@ class ObjectC:
             and not self.names
             and not self.dep_required
             and not self.dep_schemas
+            and not self.witnesses
         )
 
 

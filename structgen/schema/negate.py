@@ -141,8 +141,10 @@ def _object(alt: ObjectC, ctx: Any) -> tuple:
         if not isinstance(pol.additional, AnyH):
             if isinstance(pol.additional, NeverH) and not pol.props and not pol.patterns:
                 out.append(ObjectC(min_props=1, ptr=alt.ptr))
-            else:
-                raise Unsupported("additionalProperties", "the complement of additionalProperties is not supported")
+            else:  # some key outside the listed ones and the patterns, with a value the policy refuses
+                names = frozenset(k for k, _ in pol.props)
+                patterns = tuple((p, pol.ptr) for p, _ in pol.patterns)
+                out.append(ObjectC(witnesses=((names, patterns, not_of(pol.additional, alt.ptr)),), ptr=alt.ptr))
         for k, h in pol.props:
             if isinstance(h, AnyH):
                 continue
@@ -151,6 +153,9 @@ def _object(alt: ObjectC, ctx: Any) -> tuple:
         out.append(ObjectC(max_props=alt.min_props - 1, ptr=alt.ptr))
     if alt.max_props is not None:
         out.append(ObjectC(min_props=alt.max_props + 1, ptr=alt.ptr))
+    for names, patterns, v in alt.witnesses:  # every such key has a value outside v
+        policy = KeyPolicy(tuple((k, TRUE) for k in sorted(names)), tuple((p, TRUE) for p, _ in patterns), not_of(v, alt.ptr), alt.ptr)
+        out.append(ObjectC((policy,), ptr=alt.ptr))
     for a, bs in alt.dep_required:
         for b in bs:
             out.append(ObjectC((KeyPolicy(((b, FALSE),)),), frozenset((a,)), (a,), ptr=alt.ptr))

@@ -101,8 +101,32 @@ def expand_dependencies(em: Any, rec: ObjectC) -> list[ObjectC]:
     return done
 
 
+def expand_witnesses(em: Any, rec: ObjectC) -> list[ObjectC]:
+    """Alternatives for "some key outside ``names`` has a value in ``v``" (a witness): one of
+    the record's own listed keys that qualifies is present with such a value, or (the witness
+    kept on the record) an unlisted key is; several witnesses are refused."""
+    if not rec.witnesses:
+        return [rec]
+    ctx = em.ctx
+    if len(rec.witnesses) > 1:
+        ctx.refuse("not", rec.ptr, "several 'some other key' conditions on one object are not supported")
+        return [replace(rec, witnesses=())]
+    (names, patterns, v) = rec.witnesses[0]
+    out = [rec]
+    for k in listed_keys(rec):
+        if k in names:
+            continue
+        matches = [ctx.pattern_matches(p, ptr, k) for p, ptr in patterns]
+        if any(m is None or m for m in matches):
+            continue
+        present = intersect_object(replace(rec, witnesses=()), ObjectC((KeyPolicy(((k, v),)),), frozenset((k,)), (k,)), ctx)
+        if present is not None:
+            out.append(present)
+    return out
+
+
 def object_node(em: Any, rec: ObjectC, depth: Any, owner: str) -> ir.Node:
-    alts = expand_dependencies(em, rec)
+    alts = [w for a in expand_dependencies(em, rec) for w in expand_witnesses(em, a)]
     refs = [
         em.keyed_rule(("object", a, depth), owner + "-obj", lambda name, a=a: _build(em, a, depth, name))
         for a in alts
@@ -203,6 +227,9 @@ def _build(em: Any, rec: ObjectC, depth: Any, name: str) -> ir.Node:
         node = ir.seq(string_literal(k), colon, em.handle_rule(verdict, child))
         entries.append(_Entry(node, k in rec.required, len(entries), k in in_props))
     extras = [] if names_keys is not None else _extra_classes(em, rec, all_listed, names, depth)
+    witness = _witness_entry(em, rec, all_listed, names_keys, depth) if rec.witnesses else None
+    if witness is not None and witness == ir.NOTHING:
+        return ir.NOTHING
     if ctx.opts.property_order == "any":
         ordered, bag = [], entries
     else:
@@ -212,8 +239,31 @@ def _build(em: Any, rec: ObjectC, depth: Any, name: str) -> ir.Node:
             ordered, bag = entries, []
     if ctx.opts.property_order == "required_first":
         ordered.sort(key=lambda e: (not e.required, e.index))
-    body = _in_order(em, rec, ordered, bag, extras, depth, name)
+    if witness is not None and (bag or _Counter(rec.min_props, rec.max_props).counted):
+        ctx.refuse("not", rec.ptr, "'some other key' together with counted or unordered keys is not supported")
+        witness = None
+    body = _in_order(em, rec, ordered, bag, extras, depth, name, witness)
     return ir.seq(ir.lit("{"), body, ir.lit("}"))
+
+
+def _witness_entry(em: Any, rec: ObjectC, listed: list[str], names_keys: Any, depth: Any) -> ir.Node | None:
+    """The entry node (key, colon, value) of a key that is not listed anywhere and satisfies the
+    record's witness; None if unsupported (refused), NOTHING if no such key can exist."""
+    ctx = em.ctx
+    names, patterns, v = rec.witnesses[0]
+    if names_keys is not None or rec.names or any(pol.patterns for pol in rec.policies):
+        ctx.refuse("not", rec.ptr, "'some other key' next to patternProperties or propertyNames is not supported")
+        return None
+    value = all_of(v, *(p.additional for p in rec.policies))
+    if ctx.normalize(value).is_empty():
+        return ir.NOTHING
+    key: ir.Node = string_not_in(
+        sorted(set(listed) | names), char=em.string_char, u_rule=em.u_escape, esc_rule=em.short_escape,
+        define=lambda n: em.define("key-rest", n),
+    )
+    for p, ptr in patterns:
+        key = ir.Difference(key, em._string_base(0, None, (p, ptr), None))
+    return ir.seq(em.shared("key", key), em.layout.colon(), em.handle_rule(value, em.child_depth(depth)))
 
 
 class _Counter:
@@ -238,8 +288,15 @@ class _Counter:
         return lo, (None if self.hi is None else self.hi - c)
 
 
-def _extras_tail(em: Any, extras: list[ir.Node], counter: _Counter, c: int, depth: Any) -> ir.Node:
+def _extras_tail(em: Any, extras: list[ir.Node], counter: _Counter, c: int, depth: Any, witness: ir.Node | None = None) -> ir.Node:
     lay = em.layout
+    if witness is not None:  # at least one witness among the other keys (counts are not tracked here)
+        x = (extras[0] if len(extras) == 1 else em.shared("entry", ir.alt(*extras))) if extras else ir.NOTHING
+        rest = ir.star(ir.seq(lay.comma(depth), x))
+        if c == 0:
+            lead = ir.alt(witness, ir.seq(x, rest, lay.comma(depth), witness))
+            return ir.seq(lay.open(depth), lead, rest, lay.close(depth))
+        return ir.seq(rest, lay.comma(depth), witness, rest, lay.close(depth))
     end = lay.end(c, depth) if counter.can_end(c) else ir.NOTHING
     if not extras:
         return end
@@ -257,7 +314,14 @@ def _extras_tail(em: Any, extras: list[ir.Node], counter: _Counter, c: int, dept
 
 
 def _in_order(
-    em: Any, rec: ObjectC, entries: list[_Entry], bag: list[_Entry], extras: list[ir.Node], depth: Any, name: str
+    em: Any,
+    rec: ObjectC,
+    entries: list[_Entry],
+    bag: list[_Entry],
+    extras: list[ir.Node],
+    depth: Any,
+    name: str,
+    witness: ir.Node | None = None,
 ) -> ir.Node:
     """Listed properties in order (states: position, count), then the bag and the other keys."""
     counter = _Counter(rec.min_props, rec.max_props)
@@ -277,7 +341,7 @@ def _in_order(
                 if machine is not None:
                     refs[(i, c)] = machine.state(frozenset(), c)
                     continue
-                body = _extras_tail(em, extras, counter, c, depth)
+                body = _extras_tail(em, extras, counter, c, depth, witness)
             else:
                 e = entries[i]
                 parts = []
@@ -286,7 +350,7 @@ def _in_order(
                 if counter.can_add(c):
                     parts.append(ir.seq(lay.sep(c, depth), e.node, refs[(i + 1, counter.add(c))]))
                 body = ir.alt(*parts)
-            refs[(i, c)] = body if (i == n and not extras) else em.define(f"{name}-{i}-{c}", body)
+            refs[(i, c)] = body if (i == n and not extras and witness is None) else em.define(f"{name}-{i}-{c}", body)
     if machine is not None:
         machine.run()
     return refs[(0, 0)]
