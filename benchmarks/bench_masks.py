@@ -60,6 +60,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--structgen-mode", choices=["lazy", "aot"], default="lazy")
     p.add_argument("--no-tracemalloc", action="store_true", help="skip the untimed tracemalloc pass")
+    p.add_argument("--hot", action="store_true", help="also a third pass over every walk (HOT: every configuration seen before)")
     a = p.parse_args(argv)
     if a.quick:
         if a.vocab == ",".join(ALL_VOCABS):
@@ -104,6 +105,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "structgen_grammars": args.structgen_grammars,
         "structgen_mode": args.structgen_mode,
         "tracemalloc": not args.no_tracemalloc,
+        "hot": args.hot,
     }
     out: dict[str, Any] = {
         "command": " ".join([os.path.relpath(sys.argv[0], ROOT) if sys.argv[0].endswith(".py") else sys.argv[0]] + sys.argv[1:]),
@@ -229,6 +231,7 @@ def print_report(out: dict[str, Any]) -> None:
                 rows.append([case, eng] + [s.get(k) for k, _ in report.MEASURES] + [s.get("py_peak_kb"), report.status_cell(s)])
         p(report.table(["schema", "engine"] + [h for _, h in report.MEASURES] + ["py peak KB", "status"], rows))
     print_structgen_mask_words(out)
+    print_hot(out)
     for vocab, mb in out["maskbench"].items():
         pooled = mb.get("pooled")
         if not pooled:
@@ -253,6 +256,18 @@ def print_report(out: dict[str, Any]) -> None:
             rows.append([eng, a.get("compile_ms_p50"), a.get("compile_ms_p90"), a.get("first_mask_us_p50"), a.get("cold_p50_us"), a.get("cold_p99_us"), a.get("warm_p50_us"), a.get("warm_p99_us"), a.get("commit_p50_us")])
         p(report.table(["engine", "compile p50 ms", "compile p90 ms", "first mask p50 µs", "cold p50", "cold p99", "warm p50", "warm p99", "commit p50"], rows))
     print_ratios(out)
+
+
+def print_hot(out: dict[str, Any]) -> None:
+    rows = []
+    for vocab, per_case in out["schemas"].items():
+        for case, entries in per_case.items():
+            for eng, s in entries.items():
+                if s.get("hot_tokens"):
+                    rows.append([vocab, case, eng, s.get("warm_p50_us"), s.get("warm_p99_us"), s.get("warm_max_us"), s.get("hot_p50_us"), s.get("hot_p99_us"), s.get("hot_max_us"), report.status_cell(s)])
+    if rows:
+        print("\n## Hot walks (`--hot`: a third pass, every configuration met before), µs per mask\n")
+        print(report.table(["vocabulary", "schema", "engine", "warm p50", "warm p99", "warm max", "hot p50", "hot p99", "hot max", "status"], rows))
 
 
 def print_structgen_mask_words(out: dict[str, Any]) -> None:

@@ -42,7 +42,7 @@ def summarise(res: dict[str, Any]) -> dict[str, Any]:
         out["compile_ms"] = res["compile_s"] * 1e3
     if "first_mask_s" in res:
         out["first_mask_us"] = res["first_mask_s"] * 1e6
-    for phase in ("cold", "warm"):
+    for phase in ("cold", "warm", "hot"):
         log = res.get(phase)
         if not log:
             continue

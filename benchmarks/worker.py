@@ -162,6 +162,12 @@ def measure_job(engine: Any, job: Any, vd: Any, options: dict[str, Any], send: A
         for w in walks:
             gc.collect()
             run_walk(engine, compiled, w, eos, row, warm, vd, never)
+    if options.get("hot") and walks:
+        hot = WalkLog()  # a third pass: every configuration of these walks has been met before
+        for w in walks:
+            gc.collect()
+            run_walk(engine, compiled, w, eos, row, hot, vd, never)
+        result["hot"] = hot.arrays()
     result["cold"] = cold.arrays()
     result["warm"] = warm.arrays()
     failures = cold.failures + warm.failures
