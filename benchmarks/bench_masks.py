@@ -37,30 +37,53 @@ ALL_VOCABS = list(VOCAB_ASSETS)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--vocab", default=",".join(ALL_VOCABS), help=f"comma list of {', '.join(ALL_VOCABS)}")
     p.add_argument("--schemas", default="all", help="comma list of schemas/NAME.json names, 'all' or 'none'")
     p.add_argument("--engines", default=",".join(ENGINES), help=f"comma list of {', '.join(ENGINES)}")
     p.add_argument("--maskbench", type=int, default=50, metavar="N", help="MaskBench schemas to sample (0: none)")
-    p.add_argument("--maskbench-vocab", default="first", help="vocabularies for the MaskBench sample: 'first', 'all' or a comma list")
+    p.add_argument(
+        "--maskbench-vocab",
+        default="first",
+        help="vocabularies for the MaskBench sample: 'first', 'all' or a comma list",
+    )
     p.add_argument("--maskbench-instances", type=int, default=3, help="valid instances walked per MaskBench schema")
-    p.add_argument("--quick", action="store_true", help="llama-bpe only, 2 instances per schema, 5 MaskBench schemas, no tracemalloc")
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="llama-bpe only, 2 instances per schema, 5 MaskBench schemas, no tracemalloc",
+    )
     p.add_argument("--json", metavar="OUT", help="write every figure to this JSON file")
-    p.add_argument("--compile-timeout", type=float, default=60.0, help="seconds per compile of a named schema (default 60)")
-    p.add_argument("--schema-timeout", type=float, default=180.0, help="seconds per named schema, compile and walks (default 180)")
-    p.add_argument("--maskbench-compile-timeout", type=float, default=20.0, help="seconds per MaskBench compile (default 20)")
-    p.add_argument("--maskbench-schema-timeout", type=float, default=60.0, help="seconds per MaskBench schema (default 60)")
-    p.add_argument("--prepare-timeout", type=float, default=600.0, help="seconds for an engine's vocabulary preprocessing")
+    p.add_argument(
+        "--compile-timeout", type=float, default=60.0, help="seconds per compile of a named schema (default 60)"
+    )
+    p.add_argument(
+        "--schema-timeout", type=float, default=180.0, help="seconds per named schema, compile and walks (default 180)"
+    )
+    p.add_argument(
+        "--maskbench-compile-timeout", type=float, default=20.0, help="seconds per MaskBench compile (default 20)"
+    )
+    p.add_argument(
+        "--maskbench-schema-timeout", type=float, default=60.0, help="seconds per MaskBench schema (default 60)"
+    )
+    p.add_argument(
+        "--prepare-timeout", type=float, default=600.0, help="seconds for an engine's vocabulary preprocessing"
+    )
     p.add_argument(
         "--structgen-grammars",
         choices=["auto", "schema", "standin"],
         default="auto",
         help="auto: Grammar.from_json_schema where structgen has it, else only {} (any-JSON grammar); "
-        "standin: the any-JSON grammar for every schema (engine mechanics on the same walks, not the schema's language)",
+        "standin: the any-JSON grammar for every schema "
+        "(engine mechanics on the same walks, not the schema's language)",
     )
     p.add_argument("--structgen-mode", choices=["lazy", "aot"], default="lazy")
     p.add_argument("--no-tracemalloc", action="store_true", help="skip the untimed tracemalloc pass")
-    p.add_argument("--hot", action="store_true", help="also a third pass over every walk (HOT: every configuration seen before)")
+    p.add_argument(
+        "--hot", action="store_true", help="also a third pass over every walk (HOT: every configuration seen before)"
+    )
     a = p.parse_args(argv)
     if a.quick:
         if a.vocab == ",".join(ALL_VOCABS):
@@ -98,7 +121,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.quick:
         for c in cases:
             c.instances = c.instances[:2]
-    mb_vocabs = vocabs[:1] if args.maskbench_vocab == "first" else (vocabs if args.maskbench_vocab == "all" else args.maskbench_vocab.split(","))
+    mb_vocabs = (
+        vocabs[:1]
+        if args.maskbench_vocab == "first"
+        else (vocabs if args.maskbench_vocab == "all" else args.maskbench_vocab.split(","))
+    )
     mb_cases = maskbench_sample(args.maskbench, args.maskbench_instances) if args.maskbench > 0 and mb_vocabs else []
     options = {
         "repo_root": str(ROOT),
@@ -108,7 +135,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "hot": args.hot,
     }
     out: dict[str, Any] = {
-        "command": " ".join([os.path.relpath(sys.argv[0], ROOT) if sys.argv[0].endswith(".py") else sys.argv[0]] + sys.argv[1:]),
+        "command": " ".join(
+            [os.path.relpath(sys.argv[0], ROOT) if sys.argv[0].endswith(".py") else sys.argv[0]] + sys.argv[1:]
+        ),
         "machine": machine(),
         "load_start": os.getloadavg(),
         "options": {k: v for k, v in vars(args).items()},
@@ -164,8 +193,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     out["schemas"][vocab].setdefault(job.case, {})[engine] = s
                 else:
                     mb_raw.setdefault(engine, []).append(res)
-                    out["maskbench"].setdefault(vocab, {}).setdefault("per_schema", {}).setdefault(job.case, {})[engine] = {
-                        k: s.get(k) for k in ("status", "error", "compile_ms", "warm_p50_us", "warm_p99_us", "failures") if s.get(k) is not None
+                    out["maskbench"].setdefault(vocab, {}).setdefault("per_schema", {}).setdefault(job.case, {})[
+                        engine
+                    ] = {
+                        k: s.get(k)
+                        for k in ("status", "error", "compile_ms", "warm_p50_us", "warm_p99_us", "failures")
+                        if s.get(k) is not None
                     }
                 log(f"[{vocab}] {engine}: {job.case}: {s.get('status')} ({time.monotonic() - t:.1f} s)")
             runner.stop()
@@ -203,23 +236,48 @@ def print_report(out: dict[str, Any]) -> None:
     p(f"Command: `{out['command']}`  ")
     p(f"Machine: {m['nproc']} CPUs ({m['affinity']} usable), {m['platform']}, Python {m['python']}, {m['date']}  ")
     la, lb = out["load_start"], out.get("load_end", (0, 0, 0))
-    p(f"Load average (1/5/15 min): start {la[0]:.2f} / {la[1]:.2f} / {la[2]:.2f}, end {lb[0]:.2f} / {lb[1]:.2f} / {lb[2]:.2f}  ")
+    p(
+        f"Load average (1/5/15 min): start {la[0]:.2f} / {la[1]:.2f} / {la[2]:.2f}, "
+        f"end {lb[0]:.2f} / {lb[1]:.2f} / {lb[2]:.2f}  "
+    )
     p("Versions: " + ", ".join(f"{k} {v}" for k, v in out["versions"].items()))
-    if not out["structgen_schema_translator"]:
-        how = out["options"]["structgen_grammars"]
+    how = out["options"]["structgen_grammars"]
+    if how == "standin" or not out["structgen_schema_translator"]:
         if how == "standin":
-            p("\n**structgen ran the any-JSON grammar for every schema (`--structgen-grammars standin`)**: its timings measure the engine on the same token walks, not the schema's language; its ratios are not like for like.")
+            p(
+                "\n**structgen ran the any-JSON grammar for every schema (`--structgen-grammars standin`)**: "
+                "its timings measure the engine on the same token walks, not the schema's language; "
+                "its ratios are not like for like."
+            )
         else:
-            p("\n**structgen's JSON Schema translator is not on this branch yet**: structgen runs only `{}` (any_json, with an any-JSON grammar); its other schema rows say `skipped`.")
-    p("\nglrmask runs only the default-spaced walks: its JSON Schema grammars accept only `\", \"` / `\": \"` separators. "
-      "Per-token times are the packed fill of one int32 mask row (structgen: `State.fill_bitmask`; peers: their packed fill); "
-      "structgen's `mask_words()` alone is in the JSON output (`warm_mask_words_*`).")
+            p(
+                "\n**structgen's JSON Schema translator is not on this branch yet**: structgen runs only `{}` "
+                "(any_json, with an any-JSON grammar); its other schema rows say `skipped`."
+            )
+    p(
+        "\nglrmask runs only the default-spaced walks: "
+        'its JSON Schema grammars accept only `", "` / `": "` separators. '
+        "Per-token times are the packed fill of one int32 mask row "
+        "(structgen: `State.fill_bitmask`; peers: their packed fill); "
+        "structgen's `mask_words()` alone is in the JSON output (`warm_mask_words_*`)."
+    )
     p("\n## Tokens walked\n")
     rows = [
-        [v, t["walks"], t["tokens"], t["bytes"], ", ".join(f"{k} {n}" for k, n in t["tokenizer"].items() if n), t.get("load_at_start")]
+        [
+            v,
+            t["walks"],
+            t["tokens"],
+            t["bytes"],
+            ", ".join(f"{k} {n}" for k, n in t["tokenizer"].items() if n),
+            t.get("load_at_start"),
+        ]
         for v, t in out["tokens"].items()
     ]
-    p(report.table(["vocabulary", "walks", "tokens", "bytes", "tokenised by", "1-min load when its engines started"], rows))
+    p(
+        report.table(
+            ["vocabulary", "walks", "tokens", "bytes", "tokenised by", "1-min load when its engines started"], rows
+        )
+    )
     print_prepare(out)
     for vocab, per_case in out["schemas"].items():
         if not per_case:
@@ -228,7 +286,9 @@ def print_report(out: dict[str, Any]) -> None:
         rows = []
         for case, entries in per_case.items():
             for eng, s in entries.items():
-                rows.append([case, eng] + [s.get(k) for k, _ in report.MEASURES] + [s.get("py_peak_kb"), report.status_cell(s)])
+                rows.append(
+                    [case, eng] + [s.get(k) for k, _ in report.MEASURES] + [s.get("py_peak_kb"), report.status_cell(s)]
+                )
         p(report.table(["schema", "engine"] + [h for _, h in report.MEASURES] + ["py peak KB", "status"], rows))
     print_structgen_mask_words(out)
     print_hot(out)
@@ -242,19 +302,91 @@ def print_report(out: dict[str, Any]) -> None:
             if eng == "common_schemas":
                 continue
             c, a = d["counts"], d["all_ok"]
-            rows.append([eng, c["ok"], c["rejected"], c["compile_error"], c["timeout"], c["crash"] + c["worker_error"], c["skipped"],
-                         a.get("compile_ms_p50"), a.get("compile_ms_p90"), a.get("compile_ms_max"), a.get("first_mask_us_p50"),
-                         a.get("cold_p50_us"), a.get("cold_p99_us"), a.get("cold_max_us"), a.get("warm_p50_us"), a.get("warm_p99_us"), a.get("warm_max_us"), a.get("commit_p50_us")])
-        p(report.table(["engine", "passed", "valid rejected", "compile error", "timeout", "crash", "skipped", "compile p50 ms", "compile p90 ms", "compile max ms",
-                        "first mask p50 µs", "cold p50", "cold p99", "cold max", "warm p50", "warm p99", "warm max", "commit p50"], rows))
-        p(f"\nFigures over each engine's own passed schemas. On the {pooled['common_schemas']} schemas every engine passed:\n")
+            rows.append(
+                [
+                    eng,
+                    c["ok"],
+                    c["rejected"],
+                    c["compile_error"],
+                    c["timeout"],
+                    c["crash"] + c["worker_error"],
+                    c["skipped"],
+                    a.get("compile_ms_p50"),
+                    a.get("compile_ms_p90"),
+                    a.get("compile_ms_max"),
+                    a.get("first_mask_us_p50"),
+                    a.get("cold_p50_us"),
+                    a.get("cold_p99_us"),
+                    a.get("cold_max_us"),
+                    a.get("warm_p50_us"),
+                    a.get("warm_p99_us"),
+                    a.get("warm_max_us"),
+                    a.get("commit_p50_us"),
+                ]
+            )
+        p(
+            report.table(
+                [
+                    "engine",
+                    "passed",
+                    "valid rejected",
+                    "compile error",
+                    "timeout",
+                    "crash",
+                    "skipped",
+                    "compile p50 ms",
+                    "compile p90 ms",
+                    "compile max ms",
+                    "first mask p50 µs",
+                    "cold p50",
+                    "cold p99",
+                    "cold max",
+                    "warm p50",
+                    "warm p99",
+                    "warm max",
+                    "commit p50",
+                ],
+                rows,
+            )
+        )
+        p(
+            "\nFigures over each engine's own passed schemas. "
+            f"On the {pooled['common_schemas']} schemas every engine passed:\n"
+        )
         rows = []
         for eng, d in pooled.items():
             if eng == "common_schemas":
                 continue
             a = d["common"]
-            rows.append([eng, a.get("compile_ms_p50"), a.get("compile_ms_p90"), a.get("first_mask_us_p50"), a.get("cold_p50_us"), a.get("cold_p99_us"), a.get("warm_p50_us"), a.get("warm_p99_us"), a.get("commit_p50_us")])
-        p(report.table(["engine", "compile p50 ms", "compile p90 ms", "first mask p50 µs", "cold p50", "cold p99", "warm p50", "warm p99", "commit p50"], rows))
+            rows.append(
+                [
+                    eng,
+                    a.get("compile_ms_p50"),
+                    a.get("compile_ms_p90"),
+                    a.get("first_mask_us_p50"),
+                    a.get("cold_p50_us"),
+                    a.get("cold_p99_us"),
+                    a.get("warm_p50_us"),
+                    a.get("warm_p99_us"),
+                    a.get("commit_p50_us"),
+                ]
+            )
+        p(
+            report.table(
+                [
+                    "engine",
+                    "compile p50 ms",
+                    "compile p90 ms",
+                    "first mask p50 µs",
+                    "cold p50",
+                    "cold p99",
+                    "warm p50",
+                    "warm p99",
+                    "commit p50",
+                ],
+                rows,
+            )
+        )
     print_ratios(out)
 
 
@@ -264,10 +396,39 @@ def print_hot(out: dict[str, Any]) -> None:
         for case, entries in per_case.items():
             for eng, s in entries.items():
                 if s.get("hot_tokens"):
-                    rows.append([vocab, case, eng, s.get("warm_p50_us"), s.get("warm_p99_us"), s.get("warm_max_us"), s.get("hot_p50_us"), s.get("hot_p99_us"), s.get("hot_max_us"), report.status_cell(s)])
+                    rows.append(
+                        [
+                            vocab,
+                            case,
+                            eng,
+                            s.get("warm_p50_us"),
+                            s.get("warm_p99_us"),
+                            s.get("warm_max_us"),
+                            s.get("hot_p50_us"),
+                            s.get("hot_p99_us"),
+                            s.get("hot_max_us"),
+                            report.status_cell(s),
+                        ]
+                    )
     if rows:
         print("\n## Hot walks (`--hot`: a third pass, every configuration met before), µs per mask\n")
-        print(report.table(["vocabulary", "schema", "engine", "warm p50", "warm p99", "warm max", "hot p50", "hot p99", "hot max", "status"], rows))
+        print(
+            report.table(
+                [
+                    "vocabulary",
+                    "schema",
+                    "engine",
+                    "warm p50",
+                    "warm p99",
+                    "warm max",
+                    "hot p50",
+                    "hot p99",
+                    "hot max",
+                    "status",
+                ],
+                rows,
+            )
+        )
 
 
 def print_structgen_mask_words(out: dict[str, Any]) -> None:
@@ -276,12 +437,40 @@ def print_structgen_mask_words(out: dict[str, Any]) -> None:
         for case, entries in per_case.items():
             s = entries.get("structgen") or {}
             if s.get("status") == "ok":
-                rows.append([vocab, case, s.get("warm_p50_us"), s.get("warm_p99_us"), s.get("warm_mask_words_p50_us"), s.get("warm_mask_words_p99_us"), s.get("warm_mask_words_max_us"), s.get("start_p50_us")])
+                rows.append(
+                    [
+                        vocab,
+                        case,
+                        s.get("warm_p50_us"),
+                        s.get("warm_p99_us"),
+                        s.get("warm_mask_words_p50_us"),
+                        s.get("warm_mask_words_p99_us"),
+                        s.get("warm_mask_words_max_us"),
+                        s.get("start_p50_us"),
+                    ]
+                )
     if rows:
         print("\n## structgen: `fill_bitmask` and `mask_words()` on warm walks (µs)\n")
-        print("`mask_words()` is timed right after `fill_bitmask` on the same step, so its configuration is always cached: "
-              "it is the cost of reading the packed mask without a copy. `start` is `Constraint.start()`.\n")
-        print(report.table(["vocabulary", "schema", "fill p50", "fill p99", "mask_words p50", "mask_words p99", "mask_words max", "start p50"], rows))
+        print(
+            "`mask_words()` is timed right after `fill_bitmask` on the same step, "
+            "so its configuration is always cached: "
+            "it is the cost of reading the packed mask without a copy. `start` is `Constraint.start()`.\n"
+        )
+        print(
+            report.table(
+                [
+                    "vocabulary",
+                    "schema",
+                    "fill p50",
+                    "fill p99",
+                    "mask_words p50",
+                    "mask_words p99",
+                    "mask_words max",
+                    "start p50",
+                ],
+                rows,
+            )
+        )
 
 
 def print_prepare(out: dict[str, Any]) -> None:
@@ -300,7 +489,9 @@ def print_prepare(out: dict[str, Any]) -> None:
             if eng == "structgen":
                 row.append(f"{report.fmt(parts.get('cold_s'))} cold / {report.fmt(parts.get('cached_s'))} cached")
             elif eng == "glrmask":
-                row.append(f"{report.fmt(parts.get('vocab_s'))} + {report.fmt(parts.get('first_compile_s'))} first compile")
+                row.append(
+                    f"{report.fmt(parts.get('vocab_s'))} + {report.fmt(parts.get('first_compile_s'))} first compile"
+                )
             else:
                 row.append(report.fmt(info.get("prepare_s")))
             row.append(report.fmt((info.get("rss_prepare_bytes") or 0) / 2**20))
@@ -315,10 +506,15 @@ def print_ratios(out: dict[str, Any]) -> None:
     for vocab in out["prepare"]:
         prep = out["prepare"][vocab]
         sg = (prep.get("structgen") or {}).get("prepare_parts")
-        peers = {e: i.get("prepare_s") for e, i in prep.items() if e in PEERS and isinstance(i, dict) and i.get("prepare_s")}
+        peers = {
+            e: i.get("prepare_s") for e, i in prep.items() if e in PEERS and isinstance(i, dict) and i.get("prepare_s")
+        }
         if sg and peers:
             best = min(peers.items(), key=lambda kv: kv[1])
-            print(f"- {vocab} preprocessing: cold {report.fmt(sg['cold_s'] / best[1])}, cached {report.fmt(sg['cached_s'] / best[1])} ({best[0]})")
+            print(
+                f"- {vocab} preprocessing: cold {report.fmt(sg['cold_s'] / best[1])}, "
+                f"cached {report.fmt(sg['cached_s'] / best[1])} ({best[0]})"
+            )
     for vocab, per_case in out["schemas"].items():
         rows, cols = [], {k: [] for k in report.RATIO_MEASURES}
         for case, entries in per_case.items():
@@ -341,7 +537,15 @@ def print_ratios(out: dict[str, Any]) -> None:
         if "structgen" not in pooled:
             continue
         row = []
-        for k in ["compile_ms_p50", "first_mask_us_p50", "cold_p50_us", "cold_p99_us", "warm_p50_us", "warm_p99_us", "commit_p50_us"]:
+        for k in [
+            "compile_ms_p50",
+            "first_mask_us_p50",
+            "cold_p50_us",
+            "cold_p99_us",
+            "warm_p50_us",
+            "warm_p99_us",
+            "commit_p50_us",
+        ]:
             sgv = pooled["structgen"]["common"].get(k)
             peer_vals = [(e, d["common"].get(k)) for e, d in pooled.items() if e in PEERS and d["common"].get(k)]
             if sgv is None or not peer_vals:
@@ -350,7 +554,11 @@ def print_ratios(out: dict[str, Any]) -> None:
             e, v = min(peer_vals, key=lambda kv: kv[1])
             row.append(f"{report.fmt(sgv / v)} ({e})")
         print(f"\n### MaskBench sample, {vocab}, {pooled.get('common_schemas', 0)} schemas every engine passed\n")
-        print(report.table(["compile p50", "first mask p50", "cold p50", "cold p99", "warm p50", "warm p99", "commit p50"], [row]))
+        print(
+            report.table(
+                ["compile p50", "first mask p50", "cold p50", "cold p99", "warm p50", "warm p99", "commit p50"], [row]
+            )
+        )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -65,7 +65,9 @@ class VocabData:
         if self._index is None:
             index: dict[bytes, int] = {}
             fallback = self.byte_fallback if self.byte_fallback is not None else np.zeros(len(self.tokens), dtype=bool)
-            for i in np.flatnonzero(self.is_text & ~fallback).tolist() + np.flatnonzero(self.is_text & fallback).tolist():
+            for i in (
+                np.flatnonzero(self.is_text & ~fallback).tolist() + np.flatnonzero(self.is_text & fallback).tolist()
+            ):
                 index.setdefault(self.tokens[i], i)
             self._index = index
             self._longest = max(map(len, index)) if index else 1
@@ -79,7 +81,7 @@ class VocabData:
                     pos += n
                     break
             else:
-                raise ValueError(f"cannot tokenize {data[pos:pos + 8]!r}")
+                raise ValueError(f"cannot tokenize {data[pos : pos + 8]!r}")
         return out
 
 
@@ -101,7 +103,17 @@ def vocab_data(name: str, path: str) -> VocabData:
     byte_fallback = None
     if types is not None and len(types) == v.n_tokens:
         byte_fallback = np.asarray(types) == 6  # llama.cpp's LLAMA_TOKEN_TYPE_BYTE
-    return VocabData(name, path, tokens, np.asarray(v.is_text).copy(), dict(v.special_texts), eos, primary, v.logit_width, byte_fallback)
+    return VocabData(
+        name,
+        path,
+        tokens,
+        np.asarray(v.is_text).copy(),
+        dict(v.special_texts),
+        eos,
+        primary,
+        v.logit_width,
+        byte_fallback,
+    )
 
 
 def _timed(parts: dict[str, float], key: str, fn: Any, *args: Any, **kw: Any) -> Any:
@@ -126,8 +138,12 @@ def any_json_grammar():  # type: ignore[no-untyped-def]
     ref, lit = ir.Ref, ir.lit
     ws = ir.star(ir.char(" ", "\t", "\n", "\r"))
     hexd = ir.char((48, 57), (97, 102), (65, 70))
-    escape = ir.seq(lit("\\"), ir.alt(ir.char('"', "\\", "/", "b", "f", "n", "r", "t"), ir.seq(lit("u"), ir.Repeat(hexd, 4, 4))))
-    string = ir.seq(lit('"'), ir.star(ir.alt(ir.CharClass(((0, 31), (34, 34), (92, 92)), negated=True), escape)), lit('"'))
+    escape = ir.seq(
+        lit("\\"), ir.alt(ir.char('"', "\\", "/", "b", "f", "n", "r", "t"), ir.seq(lit("u"), ir.Repeat(hexd, 4, 4)))
+    )
+    string = ir.seq(
+        lit('"'), ir.star(ir.alt(ir.CharClass(((0, 31), (34, 34), (92, 92)), negated=True), escape)), lit('"')
+    )
     digits = ir.plus(ir.char((48, 57)))
     number = ir.seq(
         ir.opt(lit("-")),
@@ -139,7 +155,9 @@ def any_json_grammar():  # type: ignore[no-untyped-def]
     rules = {
         "root": ir.seq(ws, ref("value"), ws),
         "value": ir.alt(ref("object"), ref("array"), string, number, lit("true"), lit("false"), lit("null")),
-        "object": ir.seq(lit("{"), ws, ir.opt(ir.seq(ref("member"), ir.star(ir.seq(sep, ref("member"))))), ws, lit("}")),
+        "object": ir.seq(
+            lit("{"), ws, ir.opt(ir.seq(ref("member"), ir.star(ir.seq(sep, ref("member"))))), ws, lit("}")
+        ),
         "member": ir.seq(string, ws, lit(":"), ws, ref("value")),
         "array": ir.seq(lit("["), ws, ir.opt(ir.seq(ref("value"), ir.star(ir.seq(sep, ref("value"))))), ws, lit("]")),
     }
@@ -169,7 +187,10 @@ def structgen_grammar(schema: Any, source: str):  # type: ignore[no-untyped-def]
     if source == "auto" and not structgen_has_schema_translator():
         if schema == {} or schema is True:
             return any_json_grammar()
-        raise CompileError("skipped: structgen's JSON Schema translator (structgen.schema.json_schema_to_grammar) is not on this branch yet")
+        raise CompileError(
+            "skipped: structgen's JSON Schema translator (structgen.schema.json_schema_to_grammar) "
+            "is not on this branch yet"
+        )
     return Grammar.from_json_schema(schema)
 
 
@@ -186,7 +207,9 @@ class StructgenEngine:
 
         root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         try:
-            rev = subprocess.run(["git", "-C", root, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10).stdout.strip()
+            rev = subprocess.run(
+                ["git", "-C", root, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10
+            ).stdout.strip()
         except (OSError, subprocess.SubprocessError):
             rev = "?"
         return f"git {rev} (mode={self.mode}, grammars={self.grammar_source})"
@@ -329,13 +352,23 @@ class LLGuidanceEngine:
         if native is not None:
             vocab_ptr, fptr = native
             self.tokenizer = _timed(
-                parts, "lltokenizer_s", llg.LLTokenizer.from_llamacpp,
-                tokens=src.tokens, vocab_ptr=vocab_ptr, tokenize_fptr=fptr, eos_token=vd.eos_ids,
+                parts,
+                "lltokenizer_s",
+                llg.LLTokenizer.from_llamacpp,
+                tokens=src.tokens,
+                vocab_ptr=vocab_ptr,
+                tokenize_fptr=fptr,
+                eos_token=vd.eos_ids,
             )
             self.tokenize_with = "llama.cpp"
         else:
             self.tokenizer = _timed(
-                parts, "lltokenizer_s", llg.LLTokenizer, llg.TokenizerWrapper(src), n_vocab=vd.logit_width, eos_token=vd.eos_ids
+                parts,
+                "lltokenizer_s",
+                llg.LLTokenizer,
+                llg.TokenizerWrapper(src),
+                n_vocab=vd.logit_width,
+                eos_token=vd.eos_ids,
             )
             self.tokenize_with = "python greedy"
         return parts
@@ -485,4 +518,9 @@ class OutlinesEngine:
 def make_engine(name: str, options: dict[str, Any]) -> Any:
     if name == "structgen":
         return StructgenEngine(options.get("structgen_grammars", "auto"), options.get("structgen_mode", "lazy"))
-    return {"xgrammar": XGrammarEngine, "llguidance": LLGuidanceEngine, "glrmask": GLRMaskEngine, "outlines": OutlinesEngine}[name]()
+    return {
+        "xgrammar": XGrammarEngine,
+        "llguidance": LLGuidanceEngine,
+        "glrmask": GLRMaskEngine,
+        "outlines": OutlinesEngine,
+    }[name]()

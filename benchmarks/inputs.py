@@ -92,7 +92,10 @@ def load_named_schemas(names: list[str] | None = None) -> list[Case]:
 
 def corpora_dir() -> pathlib.Path | None:
     env = os.environ.get("STRUCTGEN_CORPORA")
-    for c in ([pathlib.Path(env)] if env else []) + [REPO_ROOT.parent / "shared" / "corpora", pathlib.Path("/work/shared/corpora")]:
+    for c in ([pathlib.Path(env)] if env else []) + [
+        REPO_ROOT.parent / "shared" / "corpora",
+        pathlib.Path("/work/shared/corpora"),
+    ]:
         if c.is_dir():
             return c
     return None

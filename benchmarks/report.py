@@ -26,7 +26,16 @@ MEASURES = [
     ("commit_p50_us", "commit p50"),
     ("rss_mb", "ΔRSS MB"),
 ]
-RATIO_MEASURES = ["compile_ms", "first_mask_us", "cold_p50_us", "cold_p99_us", "cold_max_us", "warm_p50_us", "warm_p99_us", "commit_p50_us"]
+RATIO_MEASURES = [
+    "compile_ms",
+    "first_mask_us",
+    "cold_p50_us",
+    "cold_p99_us",
+    "cold_max_us",
+    "warm_p50_us",
+    "warm_p99_us",
+    "commit_p50_us",
+]
 
 
 def pct(a: np.ndarray, q: float) -> float | None:
@@ -35,7 +44,17 @@ def pct(a: np.ndarray, q: float) -> float | None:
 
 def summarise(res: dict[str, Any]) -> dict[str, Any]:
     """One job's result (from the worker) as flat figures; raw arrays dropped."""
-    keys = ("case", "group", "status", "error", "failures", "failed_walks", "walks_planned", "special_leaks", "leaked_ids")
+    keys = (
+        "case",
+        "group",
+        "status",
+        "error",
+        "failures",
+        "failed_walks",
+        "walks_planned",
+        "special_leaks",
+        "leaked_ids",
+    )
     out: dict[str, Any] = {k: res.get(k) for k in keys}
     out = {k: v for k, v in out.items() if v is not None}
     if "compile_s" in res:
@@ -74,7 +93,9 @@ def pool(results: Iterable[dict[str, Any]]) -> dict[str, Any]:
     """Pooled figures over several jobs' raw results (MaskBench)."""
     results = list(results)
     out: dict[str, Any] = {"schemas": len(results)}
-    compiles = np.asarray([r["compile_s"] * 1e3 for r in results if "compile_s" in r and r.get("status") in ("ok", "rejected")])
+    compiles = np.asarray(
+        [r["compile_s"] * 1e3 for r in results if "compile_s" in r and r.get("status") in ("ok", "rejected")]
+    )
     if len(compiles):
         out["compile_ms_p50"] = float(np.percentile(compiles, 50))
         out["compile_ms_p90"] = float(np.percentile(compiles, 90))
@@ -131,7 +152,8 @@ def _status(s: dict[str, Any], st: str) -> str:
         f = (s.get("failures") or [{}])[0]
         after = (f.get("after") or "")[-16:].replace("|", "/").replace("\n", "\\n")
         return (
-            f"REJECTED {s.get('failed_walks', 0)}/{s.get('walks_planned', 0)} walks (first: {f.get('spacing')} instance {f.get('instance')}, "
+            f"REJECTED {s.get('failed_walks', 0)}/{s.get('walks_planned', 0)} walks "
+            f"(first: {f.get('spacing')} instance {f.get('instance')}, "
             f"token {f.get('position')}/{f.get('tokens')} {f.get('token', '')[:20]} after `{after}`: {f.get('why')})"
         )
     if st == "skipped":

@@ -16,7 +16,9 @@ from benchmarks.worker import worker_main
 
 
 class WorkerRunner:
-    def __init__(self, engine: str, vocab: str, path: str, options: dict[str, Any], prepare_timeout: float = 600.0) -> None:
+    def __init__(
+        self, engine: str, vocab: str, path: str, options: dict[str, Any], prepare_timeout: float = 600.0
+    ) -> None:
         self.engine = engine
         self.vocab = vocab
         self.path = path
@@ -113,7 +115,11 @@ class WorkerRunner:
             crashed = self.proc is not None and not self.proc.is_alive()
             self._kill()
             status = "crash" if crashed else "timeout"
-            out = {**base, "status": status, "error": f"schema ran past {schema_timeout:g} s" if status == "timeout" else "worker died"}
+            out = {
+                **base,
+                "status": status,
+                "error": f"schema ran past {schema_timeout:g} s" if status == "timeout" else "worker died",
+            }
             if isinstance(msg[1], dict) and "compile_s" in msg[1]:
                 out["compile_s"] = msg[1]["compile_s"]
             return out

@@ -67,7 +67,14 @@ class WalkLog:
 
 
 def run_walk(
-    engine: Any, compiled: Any, walk: Any, eos: int, row: np.ndarray, log: WalkLog, vd: Any, never: np.ndarray | None = None
+    engine: Any,
+    compiled: Any,
+    walk: Any,
+    eos: int,
+    row: np.ndarray,
+    log: WalkLog,
+    vd: Any,
+    never: np.ndarray | None = None,
 ) -> int | None:
     """Walk one instance; returns the first mask's time (start + fill, ns), None on failure.
 

@@ -80,7 +80,16 @@ def test_walk_counts_masks_that_allow_special_tokens() -> None:
     bits = np.unpackbits(never.view(np.uint8), bitorder="little")
     assert bits[0] and not bits[9] and not bits[1] and bits[11:].all()  # special, EOS, text, padding
     log = WalkLog()
-    run_walk(FakeEngine(), None, Walk(0, "default", [1, 2], 2, "greedy"), 9, np.zeros(vd.words, dtype=np.int32), log, vd, never)
+    run_walk(
+        FakeEngine(),
+        None,
+        Walk(0, "default", [1, 2], 2, "greedy"),
+        9,
+        np.zeros(vd.words, dtype=np.int32),
+        log,
+        vd,
+        never,
+    )
     assert log.special_leaks == 3 and log.leaked_ids[0] == 0
 
 
@@ -99,8 +108,25 @@ def test_walk_checks_the_mask_before_committing() -> None:
 def test_summaries_and_ratios() -> None:
     def raw(scale: int) -> dict:
         fills = np.arange(1, 101, dtype=np.int64) * 1000 * scale
-        log = {"fill_ns": fills, "mask_words_ns": np.zeros(0, np.int64), "commit_ns": fills // 2, "start_ns": np.array([5000]), "walks": 1, "tokens": 100, "failures": []}
-        return {"case": "c", "group": "schemas", "status": "ok", "compile_s": 0.01 * scale, "first_mask_s": 1e-5, "cold": log, "warm": log, "rss_growth_bytes": 2**20}
+        log = {
+            "fill_ns": fills,
+            "mask_words_ns": np.zeros(0, np.int64),
+            "commit_ns": fills // 2,
+            "start_ns": np.array([5000]),
+            "walks": 1,
+            "tokens": 100,
+            "failures": [],
+        }
+        return {
+            "case": "c",
+            "group": "schemas",
+            "status": "ok",
+            "compile_s": 0.01 * scale,
+            "first_mask_s": 1e-5,
+            "cold": log,
+            "warm": log,
+            "rss_growth_bytes": 2**20,
+        }
 
     s1, s2 = report.summarise(raw(1)), report.summarise(raw(2))
     assert s1["cold_max_us"] == 100 and s1["compile_ms"] == pytest.approx(10) and s1["rss_mb"] == 1
@@ -128,7 +154,19 @@ def test_end_to_end_small_run(tmp_path: pathlib.Path) -> None:
     from benchmarks import bench_masks
 
     out_file = tmp_path / "out.json"
-    args = ["--vocab", "llama-spm", "--engines", "structgen,glrmask", "--schemas", "any_json,enum", "--maskbench", "0", "--no-tracemalloc", "--json", str(out_file)]
+    args = [
+        "--vocab",
+        "llama-spm",
+        "--engines",
+        "structgen,glrmask",
+        "--schemas",
+        "any_json,enum",
+        "--maskbench",
+        "0",
+        "--no-tracemalloc",
+        "--json",
+        str(out_file),
+    ]
     assert bench_masks.main(args) == 0
     out = json.loads(out_file.read_text())
     rows = out["schemas"]["llama-spm"]
