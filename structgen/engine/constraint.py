@@ -59,6 +59,7 @@ class Constraint:
         self._width = vocab.logit_width
         self._words = words_for(self._width)
         self._eos = np.asarray([e for e in vocab.eos_token_ids if e < self._width], dtype=np.int64)
+        self._eos_set = frozenset(self._eos.tolist())
         self._atom_ids = self._resolve_atoms(machines.token_atoms)
         self._masks: dict[int, np.ndarray] = {}
         self._commits: dict[tuple[int, int], int] = {}
@@ -272,7 +273,7 @@ class Constraint:
                     break
         for k, (aids, negated) in enumerate(self._atom_ids):
             hit = bool(np.any(aids == token_id))
-            if hit != negated and not (negated and token_id in self._eos):
+            if hit != negated and not (negated and token_id in self._eos_set):
                 nxt = self._atom_step(cid, k)
                 target = self._system.union(target, nxt)
         self._commits[key] = target
@@ -416,7 +417,7 @@ class State:
         token_id = int(token_id)
         if not self.is_allowed(token_id):
             return False
-        if token_id in self._c._eos and self._c.accepting(self.config):
+        if token_id in self._c._eos_set and self._c.accepting(self.config):
             self._history.append(self.config)
             self._terminated.append(True)
             return True

@@ -18,6 +18,10 @@ from .configs import DEAD, ConfigSystem
 from .token_trie import TokenTrie
 
 UNKNOWN = -1
+#: Below this many live trie nodes, a walk finishes depth-first in Python: each numpy call costs
+#: microseconds whatever its size, a Python step a fraction of one.
+NARROW = 48
+ASCII_BITS = (1 << 128) - 1
 _MULTIBYTE_SEQUENCES = utf8_sequences(0x80, 0xD7FF) + utf8_sequences(0xE000, 0x10FFFF)
 
 
@@ -28,6 +32,8 @@ class TransitionTable:
         self.system = system
         self.rows = np.full((max(capacity, 16), 256), UNKNOWN, dtype=np.int32)
         self.rows[DEAD, :] = DEAD
+        self._flat = memoryview(self.rows.reshape(-1))  # element access without numpy scalars
+        self._loop_bits: dict[int, int] = {}
         self._classes: dict[int, list[np.ndarray] | None] = {}
         self.filled = 0  # transitions computed by the configuration system (a cost measure)
         self._loops: dict[int, np.ndarray] = {}
@@ -43,13 +49,17 @@ class TransitionTable:
         new = np.full((cap, 256), UNKNOWN, dtype=np.int32)
         new[: self.rows.shape[0]] = self.rows
         self.rows = new
+        self._flat = memoryview(self.rows.reshape(-1))
 
     def step(self, cid: int, byte: int) -> int:
-        r = int(self.rows[cid, byte]) if cid < self.rows.shape[0] else UNKNOWN
-        if r == UNKNOWN:
-            self._fill(cid, byte)
-            r = int(self.rows[cid, byte])
-        return r
+        """One transition (computed if new); Python-speed, for commits and narrow walks."""
+        key = cid * 256 + byte
+        if key < len(self._flat):
+            r = self._flat[key]
+            if r != UNKNOWN:
+                return r
+        self._fill(cid, byte)
+        return self._flat[key]
 
     def _fill(self, cid: int, byte: int) -> None:
         target = self.system.step(cid, byte)
@@ -81,6 +91,71 @@ class TransitionTable:
                     self._fill(cid, b)
             out = self.rows[configs, byts]
         return out
+
+    def _walk_narrow(
+        self,
+        cid: int,
+        trie: TokenTrie,
+        level: int,
+        nodes: np.ndarray,
+        states: np.ndarray,
+        parents: np.ndarray,
+        pieces: list[np.ndarray],
+        end_pieces: list[np.ndarray],
+        slack_pieces: list[np.ndarray],
+        with_ends: bool,
+    ) -> None:
+        """Finish a walk depth-first in Python from a few live nodes (the same rules as the
+        vectorised levels: bulk acceptance of looping subtrees, tokens ending at nodes)."""
+        views = trie.views()
+        starts: list[int] = []
+        counts: list[int] = []
+        ends: list[int] = []
+        slacks: list[int] = []
+        step = self.step
+        todo = list(zip([level] * nodes.size, nodes.tolist(), states.tolist(), parents.tolist()))
+        while todo:
+            k, node, state, parent = todo.pop()
+            v = views[k]
+            if state == parent or state == cid:
+                loops = self.loop_bits(state)
+                b = 4 * node
+                below = v.below[b] | v.below[b + 1] << 64 | v.below[b + 2] << 128 | v.below[b + 3] << 192
+                outside = below & ~loops
+                slack = -1
+                if not outside:
+                    slack = 0
+                elif not outside & ASCII_BITS and v.utf8_below[node] and self.utf8_loop(state):
+                    slack = 3
+                if slack >= 0:
+                    lo = v.run_start[node]
+                    starts.append(lo)
+                    counts.append(v.run_end[node] - lo)
+                    ends.append(state)
+                    slacks.append(slack)
+                    continue
+            tc = v.tok_count[node]
+            if tc:
+                starts.append(v.tok_start[node])
+                counts.append(tc)
+                ends.append(state)
+                slacks.append(0)
+            cc = v.child_count[node]
+            if cc and k + 1 < len(views):
+                nxt = views[k + 1]
+                first = v.child_start[node]
+                for child in range(first, first + cc):
+                    s2 = step(state, nxt.byte[child])
+                    if s2 != DEAD:
+                        todo.append((k + 1, child, s2, state))
+        if not starts:
+            return
+        st = np.asarray(starts, dtype=np.int64)
+        ct = np.asarray(counts, dtype=np.int64)
+        pieces.append(ranges(st, ct))
+        if with_ends:
+            end_pieces.append(np.repeat(np.asarray(ends, dtype=np.int32), ct))
+            slack_pieces.append(np.repeat(np.asarray(slacks, dtype=np.int32), ct))
 
     def loop_sets(self, configs: np.ndarray) -> np.ndarray:
         """For each configuration, the bytes that lead back to it, as (n, 4) uint64 bit sets."""
@@ -123,6 +198,14 @@ class TransitionTable:
             self._utf8[cid] = r
         return r
 
+    def loop_bits(self, cid: int) -> int:
+        """The bytes leading from ``cid`` back to it, as a 256-bit Python int."""
+        r = self._loop_bits.get(cid)
+        if r is None:
+            words = self.loop_sets(np.asarray([cid]))[0].tolist()
+            r = self._loop_bits[cid] = words[0] | words[1] << 64 | words[2] << 128 | words[3] << 192
+        return r
+
     def _fill_row(self, cid: int) -> None:
         masks = self._class_masks(cid)
         if masks:
@@ -161,8 +244,12 @@ class TransitionTable:
             alive = states != DEAD
             nodes = nodes[alive]
             looped = states[alive] == parent_states[alive]
+            parents = parent_states[alive]
             states = states[alive]
             if nodes.size == 0:
+                break
+            if nodes.size <= NARROW:
+                self._walk_narrow(cid, trie, k, nodes, states, parents, pieces, end_pieces, slack_pieces, with_ends)
                 break
             # a state that just looped, or is back at the start, may loop on everything below
             bulk = np.zeros(nodes.size, dtype=bool)
@@ -215,6 +302,8 @@ class TransitionTable:
         if not pieces:
             return empty, empty, empty
         ids = trie.sorted_ids[np.concatenate(pieces)]
+        if ids.size == 0:
+            return empty, empty, empty
         if not with_ends:
             return ids, empty, empty
         return ids, np.concatenate(end_pieces), np.concatenate(slack_pieces)

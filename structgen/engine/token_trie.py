@@ -20,6 +20,21 @@ import numpy as np
 
 
 @dataclass(frozen=True)
+class LevelViews:
+    """Memoryviews of one trie level (see :meth:`TokenTrie.views`)."""
+
+    byte: memoryview
+    child_start: memoryview
+    child_count: memoryview
+    tok_start: memoryview
+    tok_count: memoryview
+    run_start: memoryview
+    run_end: memoryview
+    below: memoryview
+    utf8_below: memoryview
+
+
+@dataclass(frozen=True)
 class TokenTrie:
     """Level-ordered byte trie over a vocabulary's text tokens."""
 
@@ -38,6 +53,28 @@ class TokenTrie:
     @property
     def depth(self) -> int:
         return len(self.level_byte)
+
+    def views(self) -> list[LevelViews]:
+        """Per level, memoryviews of the arrays: element access returns Python ints cheaply
+        (for walks that finish in Python on a few nodes)."""
+        cached = self.__dict__.get("_views")
+        if cached is None:
+            cached = [
+                LevelViews(
+                    memoryview(self.level_byte[k]),
+                    memoryview(self.child_start[k]),
+                    memoryview(self.child_count[k]),
+                    memoryview(self.tok_start[k]),
+                    memoryview(self.tok_count[k]),
+                    memoryview(self.run_start[k]),
+                    memoryview(self.run_end[k]),
+                    memoryview(np.ascontiguousarray(self.below[k]).reshape(-1)),
+                    memoryview(self.utf8_below[k].astype(np.uint8)),
+                )
+                for k in range(self.depth)
+            ]
+            object.__setattr__(self, "_views", cached)
+        return cached
 
     _FIELDS = (
         "level_byte",
