@@ -83,7 +83,9 @@ def load_constraint(blob: bytes, vocab: Vocab) -> Constraint:
     if header.get("format") != FORMAT:
         raise ConstraintError("not a saved structgen constraint")
     if header.get("version") != VERSION:
-        raise ConstraintError(f"saved constraint has format version {header.get('version')}, this structgen reads {VERSION}")
+        raise ConstraintError(
+            f"saved constraint has format version {header.get('version')}, this structgen reads {VERSION}"
+        )
     if header["vocab_fingerprint"] != vocab.fingerprint:
         raise VocabError("the saved constraint was compiled for another vocabulary")
 

@@ -125,7 +125,8 @@ class _Lowering:
         elif isinstance(n, ir.ByteClass):
             t = s.bytes_(mask_of_ranges(n.byte_ranges()))
         elif isinstance(n, ir.CharClass):
-            t = s.alt([s.seq_list([s.bytes_(mask_of(lo, hi)) for lo, hi in seq]) for seq in class_sequences(n.codepoints())])
+            seqs = class_sequences(n.codepoints())
+            t = s.alt([s.seq_list([s.bytes_(mask_of(lo, hi)) for lo, hi in seq]) for seq in seqs])
         elif isinstance(n, ir.Seq):
             t = s.seq_list([self.lower(i) for i in n.items])
         elif isinstance(n, ir.Alt):
