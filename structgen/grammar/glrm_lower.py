@@ -82,9 +82,17 @@ class _Lowering:
         self.scopes: list[Scope] = []
         self.all_names: dict[str, list[Scope]] = {}
         self.rules: dict[str, ir.Node] = {}
+        self.order: dict[str, tuple[float, int, int]] = {}  # rules are listed in source order
         self.externs: dict[str, str] = {}
         self.ignore_node: dict[tuple[str, ...], ir.Node | None] = {}
         self.shapes = Shapes(self.rules)
+
+    def put(self, name: str, body: ir.Node, key: tuple[float, int, int]) -> None:
+        self.rules[name] = body
+        self.order.setdefault(name, key)
+
+    def ordered_rules(self) -> dict[str, ir.Node]:
+        return dict(sorted(self.rules.items(), key=lambda item: self.order[item[0]]))
 
     def error(self, message: str, offset: int | None = None) -> GrammarError:
         if offset is None:
@@ -139,7 +147,7 @@ class _Lowering:
             for d in self.tables[scope.path].values():
                 if d.kind in (T, INTERNAL):
                     parts = [self.fa_regular(b, scope) if isinstance(b, EFa) else self.node(b, scope, _T_CTX) for b in d.bodies]
-                    self.rules[d.qualified] = ir.alt(*parts)
+                    self.put(d.qualified, ir.alt(*parts), (d.offset, 0, 0))
         self.check_terminal_cycles()
 
     def check_terminal_cycles(self) -> None:
@@ -211,12 +219,12 @@ class _Lowering:
                     parts = []
                     for k, b in enumerate(d.bodies):
                         if isinstance(b, EFa):
-                            parts.append(self.fa_rules(b, scope, d.qualified, k))
+                            parts.append(self.fa_rules(b, scope, d.qualified, k, d.offset))
                         else:
                             parts.append(self.node(b, scope, _NT_CTX))
-                    self.rules[d.qualified] = ir.alt(*parts)
+                    self.put(d.qualified, ir.alt(*parts), (d.offset, 0, 0))
             if scope.path:
-                self.rules["::".join(scope.path)] = self.scope_body(scope)
+                self.put("::".join(scope.path), self.scope_body(scope), (scope.offset, 0, 0))
 
     def start_atom(self, scope: Scope) -> ir.Node:
         if not scope.starts:
@@ -242,7 +250,7 @@ class _Lowering:
             return body.name
         if isinstance(body, ir.Lexeme) and isinstance(body.item, ir.Ref):
             return body.item.name  # the whole input is one lexeme: exactly the terminal's language
-        self.rules[START_WRAPPER] = body
+        self.put(START_WRAPPER, body, (float("inf"), 0, 0))
         return START_WRAPPER
 
     # -- expressions ----------------------------------------------------------------------
@@ -345,7 +353,7 @@ class _Lowering:
 
     # -- finite automata ------------------------------------------------------------------
 
-    def fa_rules(self, fa: EFa, scope: Scope, qualified: str, index: int) -> ir.Node:
+    def fa_rules(self, fa: EFa, scope: Scope, qualified: str, index: int, offset: int) -> ir.Node:
         prefix = f"{qualified}@" if index == 0 else f"{qualified}@{index + 1}@"
         states = _fa_states(fa)
         outgoing: dict[str, list[ir.Node]] = {s: [] for s in states}
@@ -353,7 +361,8 @@ class _Lowering:
             outgoing[src].append(ir.seq(self.node(expr, scope, _FA_EDGE_CTX), ir.Ref(prefix + dst)))
         accepting = set(fa.accepts)
         for s in states:
-            self.rules[prefix + s] = ir.alt(*outgoing[s], *([ir.EMPTY] if s in accepting else []))
+            body = ir.alt(*outgoing[s], *([ir.EMPTY] if s in accepting else []))
+            self.put(prefix + s, body, (offset, 1 + index, len(self.order)))
         return ir.Ref(prefix + fa.start)
 
     def fa_regular(self, fa: EFa, scope: Scope) -> ir.Node:
@@ -494,4 +503,4 @@ def lower(top: Scope, lexer: Lexer, limits: GrammarLimits) -> Grammar:
     lw.check_lexer_groups()
     lw.lower_nonterminals()
     start = lw.top_start()
-    return Grammar(lw.rules, start, externs=lw.externs, limits=limits)  # type: ignore[arg-type]
+    return Grammar(lw.ordered_rules(), start, externs=lw.externs, limits=limits)  # type: ignore[arg-type]

@@ -61,6 +61,7 @@ class _Plan:
     nt_name: dict[str, str] = field(default_factory=dict)
     t_name: dict[str, str] = field(default_factory=dict)
     emitting: set[str] = field(default_factory=set)  # rules whose t version is used as a lexeme
+    whole_terminal: set[str] = field(default_factory=set)  # nt-level rules written as one `t`
     token_name: dict[ir.Token, str] = field(default_factory=dict)
     extern_name: dict[str, str] = field(default_factory=dict)
     taken: set[str] = field(default_factory=set)
@@ -99,13 +100,15 @@ def _plan(grammar: Grammar) -> _Plan:
     seen: set[tuple[str, int]] = set()
     work = [(r, _NT) for r in reversed(roots)]
     tokens: dict[ir.Token, None] = {}
+    plan.whole_terminal = _whole_terminal_rules(grammar)
     while work:
         name, ctx = work.pop()
         if (name, ctx) in seen or name not in rules:
             continue
         seen.add((name, ctx))
         (need_nt if ctx == _NT else need_t).add(name)
-        stack: list[tuple[ir.Node, int]] = [(rules[name], ctx)]
+        walk_ctx = _T if name in plan.whole_terminal else ctx
+        stack: list[tuple[ir.Node, int]] = [(rules[name], walk_ctx)]
         while stack:
             n, c = stack.pop()
             if isinstance(n, ir.Ref):
@@ -131,6 +134,62 @@ def _plan(grammar: Grammar) -> _Plan:
         else:
             plan.token_name[tok] = plan.fresh(_token_wanted_name(tok, externs))
     return plan
+
+
+def _open_set_operation(body: ir.Node) -> bool:
+    """Whether ``body`` has a ``-``/``&`` outside any lexeme (it would need a helper terminal)."""
+    stack = [body]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (ir.Difference, ir.Intersection)):
+            return True
+        if not isinstance(n, ir.Lexeme):
+            stack.extend(n.children())
+    return False
+
+
+def _whole_terminal_rules(grammar: Grammar) -> set[str]:
+    """Rules with a set operation at nt level that can be written as one ``t`` rule instead.
+
+    That needs a regular body (no recursion, token, lexeme or extern reachable) and a language
+    that no byte able to follow the rule can continue, so that greedy and exact agree.
+    """
+    rules = grammar.rules
+    candidates = [r for r, body in rules.items() if _open_set_operation(body)]
+    if not candidates:
+        return set()
+    recursive = grammar.recursive_rules()
+    follow, _occurrences = follow_sets(rules, grammar.start, lambda name: name not in rules)
+    shapes = Shapes(rules)
+    out = set()
+    for name in candidates:
+        if not _regular_closure(grammar, name, recursive):
+            continue
+        if not shapes.of(rules[name]).prefix_free:
+            try:
+                risky = extension_bytes(ir.Ref(name), rules)
+            except LimitError:
+                continue
+            if risky & follow.get(name, ALL_BYTES) & ALL_BYTES:
+                continue
+        out.add(name)
+    return out
+
+
+def _regular_closure(grammar: Grammar, name: str, recursive: frozenset[str]) -> bool:
+    seen = {name}
+    stack = [name]
+    while stack:
+        r = stack.pop()
+        if r in recursive or r not in grammar.rules:
+            return False
+        for n in ir.iter_nodes(grammar.rules[r]):
+            if isinstance(n, (ir.Token, ir.Lexeme)):
+                return False
+            if isinstance(n, ir.Ref) and n.name not in seen:
+                seen.add(n.name)
+                stack.append(n.name)
+    return True
 
 
 def glrm_token_bindings(grammar: Grammar, vocab_size: int | None = None) -> dict[str, list[int]]:
@@ -387,12 +446,27 @@ class _Writer:
                 lines.append(f"extern token {_written_name(name)};")
         for name, body in g.rules.items():
             if name in plan.nt_name:
-                lines.append(f"nt {_written_name(plan.nt_name[name])} = {self.expression(body, _NT, name)};")
+                lines.append(self.nonterminal(name, body))
             if name in plan.t_name:
                 kind = "t" if name in plan.emitting else "internal t"
                 lines.append(f"{kind} {_written_name(plan.t_name[name])} = {self.expression(body, _T, name)};")
-        lines.extend(self.helpers)
+            lines.extend(self.helpers)  # helpers right after the rule that needs them
+            self.helpers.clear()
         return "\n".join(lines) + "\n"
+
+    def nonterminal(self, name: str, body: ir.Node) -> str:
+        """The nt version of a rule; a rule that is one greedy node as a whole is written as a
+        ``t`` rule (its references then read back as that same lexeme)."""
+        written = _written_name(self.plan.nt_name[name])
+        if name in self.plan.whole_terminal:
+            return f"t {written} = {self.expression(body, _T, name)};"
+        if name not in self.plan.t_name:
+            if isinstance(body, ir.Lexeme) and not isinstance(body.item, ir.Ref):
+                return f"t {written} = {self.expression(body.item, _T, name)};"
+            if isinstance(body, (ir.Difference, ir.Intersection)):
+                self.check_exact(body, name)
+                return f"t {written} = {self.expression(body, _T, name)};"
+        return f"nt {written} = {self.expression(body, _NT, name)};"
 
 
 def write_glrm(grammar: Grammar) -> str:
