@@ -470,3 +470,18 @@ def test_terminal_fa_of_many_states() -> None:
     g = Grammar.from_glrm(f"start s; t T = fa {{ start 0; accept {n}; {edges} edge {n} -> 0: \"b\"; }}; nt s = T;")
     assert g.matches("a" * n) and g.matches("a" * n + "b" + "a" * n)
     assert not g.matches("a" * (n - 1))
+
+
+def test_binding_a_grammar_that_has_its_own_externs() -> None:
+    # regression: the bound grammar's externs were announced as P::X but its references kept X
+    inner = Grammar.from_glrm('start s; extern grammar X; extern token END; nt s = "<" X END;')
+    outer = Grammar.from_glrm("start s; extern grammar P; extern token END; nt s = P END;")
+    bound = outer.bind(P=inner)
+    assert dict(bound.externs) == {"END": "token", "P::X": "grammar", "P::END": "token"}
+    assert bound.rules["P::s"] == ir.seq(ir.lit("<"), ir.Ref("P::X"), ir.Token(name="P::END"))
+    full = bound.bind(END=END, **{"P::END": END + 1, "P::X": Grammar.from_glrm('start x; nt x = "q";')})
+    assert matcher_verdict(full, ["<q", END + 1, END]) == A
+    assert matcher_verdict(full, ["<q", END]) == R
+    starts_with_extern = Grammar.from_glrm("start E; extern grammar E;")
+    nested = outer.bind(P=starts_with_extern)
+    assert nested.rules["P"] == ir.Ref("P::E") and nested.externs["P::E"] == "grammar"

@@ -23,7 +23,7 @@ from structgen import Grammar, GrammarError
 from structgen.grammar import ir
 from structgen.grammar.glrm import glrm_token_bindings, write_glrm
 from structgen.grammar.glrm_write import _plan
-from structgen.limits import GrammarLimits
+from structgen.limits import DEFAULT_GRAMMAR_LIMITS, GrammarLimits
 
 try:
     import glrmask
@@ -34,7 +34,7 @@ needs_glrmask = pytest.mark.skipif(glrmask is None, reason="glrmask (the GLRM or
 
 
 def same_verdicts(
-    grammar: Grammar, inputs: list, bindings: dict | None = None, limits: GrammarLimits = GrammarLimits()
+    grammar: Grammar, inputs: list, bindings: dict | None = None, limits: GrammarLimits = DEFAULT_GRAMMAR_LIMITS
 ) -> str:
     """Write ``grammar``; glrmask's verdicts on the text and ours on the grammar must agree."""
     text = write_glrm(grammar)
