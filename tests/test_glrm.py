@@ -485,3 +485,19 @@ def test_binding_a_grammar_that_has_its_own_externs() -> None:
     starts_with_extern = Grammar.from_glrm("start E; extern grammar E;")
     nested = outer.bind(P=starts_with_extern)
     assert nested.rules["P"] == ir.Ref("P::E") and nested.externs["P::E"] == "grammar"
+
+
+@pytest.mark.parametrize("src, cases", [pytest.param(s, c, id=n) for n, s, c in CASES if n.startswith("separated")])
+def test_separated_sequences_through_helper_rules(src: str, cases: dict[str, list], monkeypatch: pytest.MonkeyPatch) -> None:
+    from structgen.grammar import glrm_lower
+
+    monkeypatch.setattr(glrm_lower, "SEPARATED_INLINE_LIMIT", 0)  # the linear form long lists get
+    check(src, cases)
+
+
+def test_long_separated_sequences_stay_linear() -> None:
+    n = 2000
+    g = Grammar.from_glrm('start s; nt s = "," ~ (' + '"a"? ' * n + '"b" "c"?);')
+    assert g.matches("a,a,b") and g.matches("b,c") and g.matches("a," * 40 + "b")
+    assert not g.matches("a,a") and not g.matches("b,b")
+    assert len(g.rules) < 3 * n

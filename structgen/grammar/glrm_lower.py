@@ -24,6 +24,7 @@ grammar. glrmask then does not compute a language difference (``x - "aa"`` keeps
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..errors import GrammarError, LimitError
@@ -83,6 +84,8 @@ class _Lowering:
         self.all_names: dict[str, list[Scope]] = {}
         self.rules: dict[str, ir.Node] = {}
         self.order: dict[str, tuple[float, int, int]] = {}  # rules are listed in source order
+        self.owner = ("", 0)  # the rule being lowered (name, source offset), for helper rules
+        self.helper_count: dict[str, int] = {}
         self.externs: dict[str, str] = {}
         self.ignore_node: dict[tuple[str, ...], ir.Node | None] = {}
         self.shapes = Shapes(self.rules)
@@ -146,6 +149,7 @@ class _Lowering:
         for scope in self.scopes:
             for d in self.tables[scope.path].values():
                 if d.kind in (T, INTERNAL):
+                    self.owner = (d.qualified, d.offset)
                     parts = [self.fa_regular(b, scope) if isinstance(b, EFa) else self.node(b, scope, _T_CTX) for b in d.bodies]
                     self.put(d.qualified, ir.alt(*parts), (d.offset, 0, 0))
         self.check_terminal_cycles()
@@ -216,6 +220,7 @@ class _Lowering:
         for scope in self.scopes:
             for d in self.tables[scope.path].values():
                 if d.kind == NT:
+                    self.owner = (d.qualified, d.offset)
                     parts = []
                     for k, b in enumerate(d.bodies):
                         if isinstance(b, EFa):
@@ -348,8 +353,18 @@ class _Lowering:
                 op = _balanced_intersection(parts)
             return op if terminal else self.with_ignore(scope, self.lexeme(op))
         if isinstance(e, ESep):
-            return _separated(parts[0], [(p, lo, hi) for p, (_x, lo, hi) in zip(parts[1:], e.items)], e.at_least_one)
+            items = [(p, lo, hi) for p, (_x, lo, hi) in zip(parts[1:], e.items)]
+            return _separated(parts[0], items, e.at_least_one, self.helper_rule)
         raise self.error("an fa { ... } body must be a whole declaration body", e.offset)
+
+    def helper_rule(self, body: ir.Node) -> ir.Node:
+        """A reference to a new rule holding ``body``, named after the rule being lowered."""
+        owner, offset = self.owner
+        k = self.helper_count.get(owner, 0) + 1
+        self.helper_count[owner] = k
+        name = f"{owner}~{k}"
+        self.put(name, body, (offset, 1000, k))
+        return ir.Ref(name)
 
     # -- finite automata ------------------------------------------------------------------
 
@@ -392,29 +407,58 @@ def _balanced_intersection(parts: list[ir.Node]) -> ir.Node:
     return parts[0]
 
 
-def _separated(sep: ir.Node, items: list[tuple[ir.Node, int, int | None]], at_least_one: bool) -> ir.Node:
+#: Above this many nodes the expansion of ``sep ~ (...)`` uses helper rules (it stays linear).
+SEPARATED_INLINE_LIMIT = 256
+
+
+def _separated(
+    sep: ir.Node,
+    items: list[tuple[ir.Node, int, int | None]],
+    at_least_one: bool,
+    helper_rule: Callable[[ir.Node], ir.Node],
+) -> ir.Node:
     """``sep ~ (items)``: the present item occurrences in order, ``sep`` between each two.
 
     The first present occurrence is not preceded by ``sep``; every later one is. Only items up to
-    the first mandatory one can be the first present, so the choice below stays small.
+    the first mandatory one can be the first present. Written out, that is quadratic in the number
+    of leading optional items, so long lists share their tails through helper rules.
     """
+    n = len(items)
+    leading = next((j for j, (_i, lo, _h) in enumerate(items) if lo >= 1), n)
 
-    def later(k: int) -> list[ir.Node]:  # items k.. when something came before: each is (sep item)
-        return [ir.repeat(ir.seq(sep, item), lo, hi) for item, lo, hi in items[k:]]
+    def later(item: ir.Node, lo: int, hi: int | None) -> ir.Node:  # after something: (sep item){lo,hi}
+        return ir.repeat(ir.seq(sep, item), lo, hi)
 
-    choices: list[ir.Node] = []
-    for j, (item, lo, hi) in enumerate(items):
-        if hi == 0:
-            continue  # never present
-        rest_count = None if hi is None else hi - 1
-        first = ir.seq(item, ir.repeat(ir.seq(sep, item), max(lo - 1, 0), rest_count), *later(j + 1))
-        choices.append(first)
-        if lo >= 1:
-            break
-    else:
-        if not at_least_one:
-            choices.append(ir.EMPTY)
-    return ir.alt(*choices)
+    def first(item: ir.Node, lo: int, hi: int | None) -> ir.Node:  # the first present: item (sep item)*
+        return ir.seq(item, later(item, max(lo - 1, 0), None if hi is None else hi - 1))
+
+    if (leading + 1) * n <= SEPARATED_INLINE_LIMIT:
+        choices: list[ir.Node] = []
+        for j, (item, lo, hi) in enumerate(items):
+            if hi == 0:
+                continue  # never present
+            choices.append(ir.seq(first(item, lo, hi), *(later(*rest) for rest in items[j + 1 :])))
+            if lo >= 1:
+                break
+        else:
+            if not at_least_one:
+                choices.append(ir.EMPTY)
+        return ir.alt(*choices)
+    # tail[k]: items k.. after something was present; head[k]: items k.. before anything was
+    tail: ir.Node = ir.EMPTY
+    tails = [tail]
+    for item, lo, hi in reversed(items):
+        tail = helper_rule(ir.seq(later(item, lo, hi), tail))
+        tails.append(tail)
+    tails.reverse()
+    head: ir.Node = ir.NOTHING if at_least_one else ir.EMPTY
+    for k in range(min(leading, n - 1), -1, -1):
+        item, lo, hi = items[k]
+        present = ir.NOTHING if hi == 0 else ir.seq(first(item, lo, hi), tails[k + 1])
+        head = ir.alt(head, present) if lo == 0 else present
+        if k:
+            head = helper_rule(head)
+    return head
 
 
 def _fa_states(fa: EFa) -> list[str]:
