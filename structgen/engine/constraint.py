@@ -232,8 +232,7 @@ class Constraint:
                 if head is not None:
                     counts = self._unit_counts(head.unit)
                     if counts is not None:
-                        store = self._machines.store
-                        top = store.seq(store.repeat(head.unit, 0, None), head.rest)
+                        top = head.unbounded(self._machines.store)
                         base = self._system.config([self._system.stack(self._system.stack_parent[sid], top)])
                         entry = (head, counts, base)
             self._counted[cid] = entry
