@@ -293,6 +293,17 @@ def _byte_class(n: ir.ByteClass) -> str:
     return f"b/[{_class_body(bs, False)}]/"
 
 
+def _spelled_out_repeat(item: ir.Node, text: str) -> str:
+    """A choice's alternative ``x*`` / ``x+`` as ``x{0,}`` / ``x{1,}``.
+
+    glrmask 0.5.0 misreads ``*`` and ``+`` on an alternative of a parenthesised choice in a
+    nonterminal: ``"x" ("b" | "c"*) "y"`` accepts ``xbcy``. The spelled-out counts are read right.
+    """
+    if isinstance(item, ir.Repeat) and item.max is None and text[-1:] in ("*", "+"):
+        return text[:-1] + ("{0,}" if text[-1] == "*" else "{1,}")
+    return text
+
+
 # ---------------------------------------------------------------------------------------------
 # Expressions
 
@@ -319,15 +330,35 @@ class _Writer:
             self._follow = merged
         return self._follow.get(node, ALL_BYTES)
 
-    def check_exact(self, node: ir.Node, rule: str) -> None:
-        """Refuse a set operation whose greedy GLRM reading could differ from its exact meaning."""
+    def clash(self, node: ir.Node) -> int:
+        """Bytes that may follow ``node`` and could also continue one of its strings (0: a greedy
+        GLRM terminal for ``node`` means exactly ``node`` here)."""
         if self._shapes.of(node).prefix_free:
-            return
+            return 0
         try:
             risky = extension_bytes(node, self.g.rules)
         except LimitError:
             risky = ALL_BYTES
-        clash = risky & self.follow_of(node) & ALL_BYTES
+        return risky & self.follow_of(node) & ALL_BYTES
+
+    def open_set_operations(self) -> list[tuple[str, ir.Node]]:
+        """(rule, node) for each set operation the nt versions of rules hold outside lexemes."""
+        out = []
+        for name in self.plan.nt_name:
+            if name in self.plan.whole_terminal:
+                continue
+            stack = [self.g.rules[name]]
+            while stack:
+                n = stack.pop()
+                if isinstance(n, (ir.Difference, ir.Intersection)):
+                    out.append((name, n))
+                elif not isinstance(n, ir.Lexeme):
+                    stack.extend(n.children())
+        return out
+
+    def check_exact(self, node: ir.Node, rule: str) -> None:
+        """Refuse a set operation whose greedy GLRM reading could differ from its exact meaning."""
+        clash = self.clash(node)
         if clash:
             sample = ", ".join(f"0x{b:02x}" for b in range(256) if clash >> b & 1)
             raise GrammarError(
@@ -412,7 +443,8 @@ class _Writer:
             if not kids:
                 return _Written(_NOTHING_TEXT, _ATOM, 0)
             parts = [self.wrap(k, _DIFF, ctx) for k in kids]
-            return _Written(" | ".join(p.text for p in parts), _ALT, max(p.depth for p in parts))
+            texts = [_spelled_out_repeat(item, p.text) for item, p in zip(n.items, parts)]
+            return _Written(" | ".join(texts), _ALT, max(p.depth for p in parts))
         if isinstance(n, ir.Repeat):
             if n.max == 0:
                 return _Written("eps", _ATOM, 0)
@@ -472,7 +504,66 @@ class _Writer:
 def write_glrm(grammar: Grammar) -> str:
     """GLRM text (``glrm 1``) that glrmask 0.5.0 reads unchanged, meaning ``grammar``'s language.
 
-    Raises :class:`~structgen.errors.GrammarError` for a set operation outside a lexeme that GLRM's
-    greedy ``-``/``&`` would not express exactly.
+    A set operation outside a lexeme that GLRM's greedy ``-``/``&`` would not express exactly is
+    first turned into plain rules (:func:`~structgen.grammar.lowering.lower_set_operations`).
+    Raises :class:`~structgen.errors.GrammarError` where that is not possible (a set operation in a
+    rule used both inside terminals and at nt level) and
+    :class:`~structgen.errors.LimitError` where the plain rules would be too many.
     """
-    return _Writer(grammar).write()
+    writer = _Writer(grammar)
+    unsafe = {node for _rule, node in writer.open_set_operations() if writer.clash(node)}
+    if unsafe:
+        writer = _Writer(_lower_unsafe(grammar, writer, unsafe))
+    return writer.write()
+
+
+def _lower_unsafe(grammar: Grammar, writer: _Writer, unsafe: set[ir.Node]) -> Grammar:
+    """``grammar`` with the set operations GLRM cannot express lowered to plain rules.
+
+    The ones GLRM can express (exact as greedy terminals) are marked as lexemes first, so that
+    lowering keeps them and they are still written as ``-``/``&``.
+    """
+    from .lowering import lower_set_operations
+
+    plan = writer.plan
+    rules: dict[str, ir.Node] = {}
+    for name, body in grammar.rules.items():
+        if name in plan.t_name:
+            rules[name] = body  # used inside terminals: a lexeme there would be nested
+        elif name in plan.whole_terminal:
+            rules[name] = ir.Lexeme(body)
+        else:
+            rules[name] = _mark_exact_set_operations(body, unsafe)
+    marked = Grammar(rules, grammar.start, externs=grammar.externs)
+    return lower_set_operations(marked)
+
+
+def _mark_exact_set_operations(root: ir.Node, unsafe: set[ir.Node]) -> ir.Node:
+    """``root`` with each set operation outside lexemes, except the ``unsafe`` ones, made a
+    ``Lexeme`` (which it equals where it stands). Iterative rebuild."""
+    done: dict[int, ir.Node] = {}
+    stack: list[tuple[ir.Node, bool]] = [(root, False)]
+    while stack:
+        n, expanded = stack.pop()
+        if isinstance(n, (ir.Difference, ir.Intersection)):
+            done[id(n)] = n if n in unsafe else ir.Lexeme(n)
+            continue
+        kids = () if isinstance(n, ir.Lexeme) else n.children()
+        if not kids:
+            done[id(n)] = n
+            continue
+        if not expanded:
+            stack.append((n, True))
+            stack.extend((k, False) for k in kids)
+            continue
+        new = [done[id(k)] for k in kids]
+        if all(a is b for a, b in zip(new, kids)):
+            done[id(n)] = n
+        elif isinstance(n, ir.Seq):
+            done[id(n)] = ir.Seq(tuple(new))
+        elif isinstance(n, ir.Alt):
+            done[id(n)] = ir.Alt(tuple(new))
+        else:
+            assert isinstance(n, ir.Repeat)
+            done[id(n)] = ir.Repeat(new[0], n.min, n.max)
+    return done[id(root)]
