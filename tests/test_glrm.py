@@ -376,7 +376,7 @@ def test_errors(src: str, fragment: str, where: tuple[int, int] | None) -> None:
         assert (info.value.line, info.value.column) == where
     if glrmask is not None:
         with pytest.raises(ValueError, match="grammar error"):
-            Oracle(src, _oracle_bindings(src))
+            Oracle(src, _oracle_bindings(src), default_strategy=True)
 
 
 def _oracle_bindings(src: str) -> dict:
@@ -501,3 +501,23 @@ def test_long_separated_sequences_stay_linear() -> None:
     assert g.matches("a,a,b") and g.matches("b,c") and g.matches("a," * 40 + "b")
     assert not g.matches("a,a") and not g.matches("b,b")
     assert len(g.rules) < 3 * n
+
+
+# (source, input, structgen's verdict = the meaning, glrmask 0.5.0's verdict)
+GLRMASK_MISREADINGS = [
+    ('start r; nt r = "x" ("b" | "c"*) "y";', "xbcy", R, A),
+    ('start r; nt r = "x" ("c"* | "b") "y";', "xbcy", R, A),
+    ('start r; nt r = "x" ("b" | "c"+) "y";', "xbcy", R, A),
+    ('start r; nt r = "x" ("b" | "c"* | "d") "y";', "xdcy", R, A),
+    ('start r; nt r = "x" ("b" | ("c" "d")*) "y";', "xbcdy", R, A),
+    ('start r; nt r = "a"* ("b" | "a"*);', "ba", R, A),
+]
+
+
+@pytest.mark.parametrize("src, text, ours, theirs", GLRMASK_MISREADINGS)
+def test_glrmask_misreads_repetition_alternatives(src: str, text: str, ours: str, theirs: str) -> None:
+    assert matcher_verdict(Grammar.from_glrm(src), text) == ours
+    if glrmask is not None:
+        assert Oracle(src).verdict(text) == theirs
+    spelled = src.replace('"c"*', '"c"{0,}').replace('"c"+', '"c"{1,}').replace(")*", "){0,}").replace('"a"*)', '"a"{0,})')
+    check(spelled, {ours: [text]})  # with counts spelled out glrmask agrees
