@@ -43,7 +43,7 @@ CASES = [
     # -- §1.1 skeleton ------------------------------------------------------------------------
     ("header", 'glrm 1; start s; nt s = "a";', {A: ["a"], R: ["b"]}),
     ("no-header", 'start s; nt s = "a";', {A: ["a"], P: [""]}),
-    ("header-one-word", "glrm x; start s; nt s = \"a\";", {A: ["a"]}),
+    ("header-one-word", 'glrm x; start s; nt s = "a";', {A: ["a"]}),
     ("lenient-semicolons", 'start s nt s = x nt x = "a" | "b"', {A: ["a", "b"]}),
     ("merged-nt", 'start s; nt s = "a"; nt s = "b";', {A: ["a", "b"], R: ["ab"]}),
     ("merged-t", 'start s; t s = "a"; t s = "b";', {A: ["a", "b"], R: ["ab"]}),
@@ -53,10 +53,18 @@ CASES = [
     ("start-fa", 'start s; nt s = fa { start p; accept p; edge p -> p: "a"; };', {A: ["", "aaa"]}),
     # -- §1.2 lexical structure -----------------------------------------------------------------
     ("comments", 'start s; // x\n nt s = "a" /* "b" */ "c"; /* end */', {A: ["ac"], R: ["ab"]}),
-    ("escaped-identifiers", 'start s; nt s = `nt` `eps` `fa`; nt `nt` = "a"; nt `eps` = "b"; nt `fa` = "c";', {A: ["abc"]}),
+    (
+        "escaped-identifiers",
+        'start s; nt s = `nt` `eps` `fa`; nt `nt` = "a"; nt `eps` = "b"; nt `fa` = "c";',
+        {A: ["abc"]},
+    ),
     ("eps", 'start s; nt s = "a" eps "b" | eps;', {A: ["", "ab"]}),
-    ("token-glrm-fa-as-names", 'start s; nt s = token glrm "x" fa; nt token = "a"; nt glrm = "b"; nt fa = "c";', {A: ["abxc"]}),
-    ("strings", r"""start s; nt s = "a\"b" 'c\'d' "\\" "\n\t\r\0";""", {A: ['a"bc\'d\\\n\t\r\x00']}),
+    (
+        "token-glrm-fa-as-names",
+        'start s; nt s = token glrm "x" fa; nt token = "a"; nt glrm = "b"; nt fa = "c";',
+        {A: ["abxc"]},
+    ),
+    ("strings", r"""start s; nt s = "a\"b" 'c\'d' "\\" "\n\t\r\0";""", {A: ["a\"bc'd\\\n\t\r\x00"]}),
     ("string-raw-unicode-and-newline", 'start s; nt s = "é☃\nx";', {A: ["é☃\nx"]}),
     ("string-x-escape-is-code-point", r'start s; nt s = "\xff";', {A: ["ÿ"], R: [b"\xff"]}),
     ("string-u-escapes", r'start s; nt s = "\u00e9\u{1F600}";', {A: ["é😀"]}),
@@ -79,12 +87,20 @@ CASES = [
     ("empty-class-matches-nothing", r'start s; nt s = /[^\x{0}-\x{10FFFF}]/ | "a";', {A: ["a"], R: ["b"]}),
     # -- §1.3 declarations --------------------------------------------------------------------
     ("internal-t", 'start s; nt s = T; t T = D "x" D; internal t D = /[0-9]/;', {A: ["1x2"], R: ["x"]}),
-    ("pragma-glrmask", 'start s; nt s = A; t A = "x"; pragma glrmask { lexer group G = A, "lit", @literals, *; }', {A: ["x"]}),
+    (
+        "pragma-glrmask",
+        'start s; nt s = A; t A = "x"; pragma glrmask { lexer group G = A, "lit", @literals, *; }',
+        {A: ["x"]},
+    ),
     ("pragma-foreign", 'start s; nt s = "a"; pragma other { anything { nested } "}" /}/ // }\n @ # };', {A: ["a"]}),
     # -- §1.4 expressions ---------------------------------------------------------------------
     ("sequence-choice-precedence", 'start s; nt s = "a" "b" | "c";', {A: ["ab", "c"], R: ["ac"]}),
     ("group", 'start s; nt s = "a" ("b" | "c");', {A: ["ab", "ac"]}),
-    ("quantifiers", 'start s; nt s = "a"? "b"* "c"+ "d"{2} "e"{1,} "f"{0,1};', {A: ["ccddee", "abbcddef"], P: ["cdd"], R: ["ce"]}),
+    (
+        "quantifiers",
+        'start s; nt s = "a"? "b"* "c"+ "d"{2} "e"{1,} "f"{0,1};',
+        {A: ["ccddee", "abbcddef"], P: ["cdd"], R: ["ce"]},
+    ),
     ("quantifier-zero", 'start s; nt s = "a"{0} "b";', {A: ["b"], R: ["ab"]}),
     ("quantifier-spaces", 'start s; nt s = "a"{ 1 , 2 };', {A: ["a", "aa"], R: ["aaa"]}),
     ("difference-of-literal-repetition", 'start s; nt s = "a"+ - "aa";', {A: ["a", "aaa"], P: ["aa"]}),
@@ -93,11 +109,15 @@ CASES = [
     ("difference-of-t", 'start s; t A = /a+/; nt s = A - "aa";', {A: ["a", "aaa"], P: ["aa"]}),
     ("difference-chain", 'start s; nt s = /[a-d]/ - "a" - "b";', {A: ["c", "d"], R: ["a", "b"]}),
     ("difference-binds-looser-than-sequence", 'start s; nt s = /[a-z]/ /[a-z]/ - "ab";', {A: ["ac", "ba"], R: ["ab"]}),
-    ("intersection", 'start s; nt s = /[a-z]+/ & /.{2}/;', {A: ["ab"], R: ["abc", "a1"]}),
+    ("intersection", "start s; nt s = /[a-z]+/ & /.{2}/;", {A: ["ab"], R: ["abc", "a1"]}),
     ("intersection-binds-tighter-than-difference", 'start s; nt s = "a" - "b" & "c";', {A: ["a"]}),
     ("intersection-with-sequence", 'start s; nt s = "ab" & "a" "b";', {A: ["ab"]}),
     ("difference-inside-terminal", 'start s; t T = ("a"+ - "aa") "b"; nt s = T;', {A: ["ab", "aaab"], R: ["aab"]}),
-    ("separated", 'start s; nt s = "," ~ ("a" "b"? "c"*);', {A: ["a", "a,b", "a,c,c", "a,b,c"], P: ["", "a,"], R: ["ab", "c"]}),
+    (
+        "separated",
+        'start s; nt s = "," ~ ("a" "b"? "c"*);',
+        {A: ["a", "a,b", "a,c,c", "a,b,c"], P: ["", "a,"], R: ["ab", "c"]},
+    ),
     ("separated-all-optional", 'start s; nt s = "," ~ ("a"? "b"?);', {A: ["", "a", "b", "a,b"], R: [","]}),
     ("separated-at-least-one", 'start s; nt s = "," ~+ ("a"? "b"?);', {A: ["a", "b", "a,b"], P: [""]}),
     ("separated-counted", 'start s; nt s = "," ~ ("a"{2,3});', {A: ["a,a", "a,a,a"], P: ["a"], R: ["a,a,a,a"]}),
@@ -106,14 +126,35 @@ CASES = [
     ("separated-group-item", 'start s; nt s = "," ~ ("a" ("b" "c"));', {A: ["a,bc"]}),
     ("separated-in-group-quantified", 'start s; nt s = ("," ~ ("a"))+;', {A: ["a", "aa"]}),
     # -- §1.5 fa bodies -----------------------------------------------------------------------
-    ("fa-nt-balanced", 'start s; nt x = "(" s ")"; nt s = fa { start p; accept p; edge p -> p: x; };', {A: ["", "()", "(())()"], P: ["(()"]}),
-    ("fa-t", 'start s; t W = fa { start 0; accept 1; edge 0 -> 1: "a"; edge 1 -> 1: /[bc]/; }; nt s = W W?;', {A: ["abc", "abca", "aa"]}),
-    ("fa-nt-several-accepts", 'start s; nt s = fa { start p; accept q, r; edge p -> q: "a"; edge q -> q: "b"+; edge p -> r: eps; };', {A: ["", "a", "abbb"], R: ["b"]}),
+    (
+        "fa-nt-balanced",
+        'start s; nt x = "(" s ")"; nt s = fa { start p; accept p; edge p -> p: x; };',
+        {A: ["", "()", "(())()"], P: ["(()"]},
+    ),
+    (
+        "fa-t",
+        'start s; t W = fa { start 0; accept 1; edge 0 -> 1: "a"; edge 1 -> 1: /[bc]/; }; nt s = W W?;',
+        {A: ["abc", "abca", "aa"]},
+    ),
+    (
+        "fa-nt-several-accepts",
+        'start s; nt s = fa { start p; accept q, r; edge p -> q: "a"; edge q -> q: "b"+; edge p -> r: eps; };',
+        {A: ["", "a", "abbb"], R: ["b"]},
+    ),
     ("fa-accept-only", "start s; nt s = fa { start p; accept p; };", {A: [""], R: ["a"]}),
     ("fa-dead", "start s; nt s = fa { start p; accept q; };", {P: [""], R: ["a"]}),
     ("fa-lenient-semicolons", 'start s; nt s = fa { accept q start p edge p -> q: "a" edge q -> q: "b" }', {A: ["ab"]}),
-    ("fa-t-references-t", 'start s; t W = fa { start 0; accept 1; edge 0 -> 1: "a"; edge 1 -> 1: W2; }; t W2 = "b"; nt s = W;', {A: ["abb"]}),
-    ("fa-t-loops", 'start s; t W = fa { start a; accept c; edge a -> b: "x"; edge b -> a: "y"; edge b -> c: "z"; edge c -> b: "w"; }; nt s = W;', {A: ["xz", "xyxz", "xzwz"], R: ["xyz"]}),
+    (
+        "fa-t-references-t",
+        'start s; t W = fa { start 0; accept 1; edge 0 -> 1: "a"; edge 1 -> 1: W2; }; t W2 = "b"; nt s = W;',
+        {A: ["abb"]},
+    ),
+    (
+        "fa-t-loops",
+        'start s; t W = fa { start a; accept c; edge a -> b: "x"; edge b -> a: "y";'
+        ' edge b -> c: "z"; edge c -> b: "w"; }; nt s = W;',
+        {A: ["xz", "xyxz", "xzwz"], R: ["xyz"]},
+    ),
     # -- §1.6 lexing model --------------------------------------------------------------------
     ("greedy-twice-never", "start s; t A = /a+/; nt s = A A;", {P: ["a", "aa", "aaa"]}),
     ("greedy-regex-swallows", 'start s; nt s = /[a-z]+/ "x";', {P: ["abx"]}),
@@ -121,26 +162,66 @@ CASES = [
     ("greedy-literal-repetition-terminal", 'start s; t A = "a"+; nt s = A "a";', {P: ["a", "aa"]}),
     ("terminals-in-parallel", 'start s; t ID = /[a-z]+/; nt s = ID "=" ID | "let" ID;', {A: ["letx", "a=b"]}),
     ("literals-in-parallel", 'start s; nt s = "a" "bc" | "ab" "c";', {A: ["abc"]}),
-    ("same-regex-twice", "start s; nt s = /[0-9]+/ | /[0-9]+/ \"x\";", {A: ["12", "12x"]}),
+    ("same-regex-twice", 'start s; nt s = /[0-9]+/ | /[0-9]+/ "x";', {A: ["12", "12x"]}),
     ("nt-repetition-not-greedy", 'start s; nt s = /[a-z]/+ "x";', {A: ["abx", "xx"]}),
     ("nt-literal-repetition-not-greedy", 'start s; nt s = "a"+ "a";', {A: ["aa", "aaa"], P: ["a"]}),
     # -- §1.7 ignore --------------------------------------------------------------------------
-    ("ignore", 'start s; ignore WS; t WS = / +/; t n = /[0-9]+/; nt s = "[" n ("," n)* "]";', {A: [" [1]", "[1] ", "[ 1 , 2 ]", "[12 , 3]"], R: ["[1 2]", "[ 1 2 ]"], P: ["  "]}),
+    (
+        "ignore",
+        'start s; ignore WS; t WS = / +/; t n = /[0-9]+/; nt s = "[" n ("," n)* "]";',
+        {A: [" [1]", "[1] ", "[ 1 , 2 ]", "[12 , 3]"], R: ["[1 2]", "[ 1 2 ]"], P: ["  "]},
+    ),
     ("ignore-empty-start", "start s; ignore WS; t WS = / +/; nt s = eps;", {A: ["", "  "]}),
     ("ignore-t-start", "start T; ignore WS; t WS = / +/; t T = /[a-z]+/;", {A: [" ab ", "ab"], R: ["a b"]}),
-    ("ignore-beside-space-literal", 'start s; ignore WS; t WS = / +/; nt s = "a" " " "b";', {A: ["a b", "a  b", "a   b"], R: ["ab"]}),
+    (
+        "ignore-beside-space-literal",
+        'start s; ignore WS; t WS = / +/; nt s = "a" " " "b";',
+        {A: ["a b", "a  b", "a   b"], R: ["ab"]},
+    ),
     ("ignore-never-splits-literal", 'start s; ignore WS; t WS = / +/; nt s = "ab";', {A: ["ab"], R: ["a b"]}),
-    ("ignore-never-splits-terminal", 'start s; ignore WS; t WS = / +/; t A = "a"; t B = A "b"; nt s = B;', {A: ["ab", " ab "], R: ["a b"]}),
-    ("ignore-several", 'start s; ignore WS; ignore NL; t WS = / +/; t NL = /\\n/; nt s = "a" "b";', {A: ["a b", "a\nb", "a \n b", "a\n\nb"]}),
-    ("ignore-around-regex-and-difference", 'start s; ignore WS; t WS = / +/; nt s = /[a-z]/ (("x" | "y") - "y") /[0-9]+/;', {A: [" a x 1 ", "ax1"], R: ["a y1"]}),
-    ("ignore-in-fa", 'start s; ignore WS; t WS = / +/; nt s = fa { start p; accept q; edge p -> q: "a" "b"; };', {A: [" a b "]}),
-    ("ignore-child-without-own", 'start s; ignore WS; t WS = / +/; nt s = "[" g "]"; grammar g { start x; nt x = "a" "b"; }', {A: ["[ ab ]", " [ab] "], R: ["[a b]"]}),
-    ("ignore-child-with-own", 'start s; nt s = "[" g "]"; grammar g { start x; ignore W; t W = / +/; nt x = "a" "b"; }', {A: ["[ ab]", "[ab ]", "[a b]", "[ a b ]"], R: [" [ab]"]}),
+    (
+        "ignore-never-splits-terminal",
+        'start s; ignore WS; t WS = / +/; t A = "a"; t B = A "b"; nt s = B;',
+        {A: ["ab", " ab "], R: ["a b"]},
+    ),
+    (
+        "ignore-several",
+        'start s; ignore WS; ignore NL; t WS = / +/; t NL = /\\n/; nt s = "a" "b";',
+        {A: ["a b", "a\nb", "a \n b", "a\n\nb"]},
+    ),
+    (
+        "ignore-around-regex-and-difference",
+        'start s; ignore WS; t WS = / +/; nt s = /[a-z]/ (("x" | "y") - "y") /[0-9]+/;',
+        {A: [" a x 1 ", "ax1"], R: ["a y1"]},
+    ),
+    (
+        "ignore-in-fa",
+        'start s; ignore WS; t WS = / +/; nt s = fa { start p; accept q; edge p -> q: "a" "b"; };',
+        {A: [" a b "]},
+    ),
+    (
+        "ignore-child-without-own",
+        'start s; ignore WS; t WS = / +/; nt s = "[" g "]"; grammar g { start x; nt x = "a" "b"; }',
+        {A: ["[ ab ]", " [ab] "], R: ["[a b]"]},
+    ),
+    (
+        "ignore-child-with-own",
+        'start s; nt s = "[" g "]"; grammar g { start x; ignore W; t W = / +/; nt x = "a" "b"; }',
+        {A: ["[ ab]", "[ab ]", "[a b]", "[ a b ]"], R: [" [ab]"]},
+    ),
     # -- §1.8 scopes --------------------------------------------------------------------------
-    ("scopes-nested", 'start s; nt s = g; grammar g { start x; nt x = h; grammar h { start y; nt y = "q"; } }', {A: ["q"]}),
+    (
+        "scopes-nested",
+        'start s; nt s = g; grammar g { start x; nt x = h; grammar h { start y; nt y = "q"; } }',
+        {A: ["q"]},
+    ),
     ("scopes-same-name", 'start s; nt s = x g; nt x = "a"; grammar g { start x; nt x = "b"; };', {A: ["ab"]}),
     ("scopes-child-t-start-is-greedy", 'start s; nt s = g "a"; grammar g { start n; t n = /a+/; }', {P: ["a", "aa"]}),
-    ("scopes-child-t-start-with-ignore", 'start s; ignore W; t W = / /; nt s = g "a"; grammar g { start n; t n = /a+/; }', {A: ["a a"], P: ["aa"]}),
+    (
+        "scopes-child-t-start-with-ignore",
+        'start s; ignore W; t W = / /; nt s = g "a"; grammar g { start n; t n = /a+/; }',
+        {A: ["a a"], P: ["aa"]},
+    ),
 ]
 
 
@@ -154,7 +235,11 @@ def test_construct(src: str, cases: dict[str, list]) -> None:
 # terminal ending in the middle of a longer candidate that the input never completes.
 LEXEME_DIFFERENCES = [
     ("longest-match-falls-back", 'start s; t A = /a|abc/; nt s = A "b";', {A: ["ab", "abcb"], P: ["abc"]}),
-    ("longest-match-falls-back-later", 'start s; t A = /a|abcd/; nt s = A "b" "c" "d"?;', {A: ["abc", "abcdbc"], P: ["abcd"]}),
+    (
+        "longest-match-falls-back-later",
+        'start s; t A = /a|abcd/; nt s = A "b" "c" "d"?;',
+        {A: ["abc", "abcdbc"], P: ["abcd"]},
+    ),
     ("difference-gap", 'start s; nt s = ("a"+ - "aa") "a";', {A: ["aa"], P: ["aaa", "a"]}),
     ("multibyte-character-repetition", "start s; t A = /é+/; nt s = A /è/;", {A: ["éè", "ééè"]}),
 ]
@@ -287,8 +372,18 @@ ERRORS = [
     ("bad-hex-escape", r'start s; nt s = "\x4";', "invalid hex digit", (1, 17)),
     ("surrogate-escape", r'start s; nt s = "\uD83D";', "invalid Unicode scalar escape", (1, 17)),
     ("too-big-escape", r'start s; nt s = "\u{110000}";', "not a scalar value", (1, 17)),
-    ("unicode-escape-in-bytes", r'start s; nt s = b"\u0041";', "Unicode escapes are not allowed in byte strings", (1, 17)),
-    ("non-ascii-in-bytes", 'start s; nt s = b"é";', "raw non-ASCII characters are not allowed in byte strings", (1, 17)),
+    (
+        "unicode-escape-in-bytes",
+        r'start s; nt s = b"\u0041";',
+        "Unicode escapes are not allowed in byte strings",
+        (1, 17),
+    ),
+    (
+        "non-ascii-in-bytes",
+        'start s; nt s = b"é";',
+        "raw non-ASCII characters are not allowed in byte strings",
+        (1, 17),
+    ),
     ("unterminated-string", 'start s; nt s = "abc', "unterminated string literal", (1, 17)),
     ("unterminated-regex", "start s; nt s = /abc", "unterminated regex literal", (1, 17)),
     ("regex-flag", "start s; nt s = /a/m;", "unsupported regex flag 'm'", (1, 17)),
@@ -312,7 +407,12 @@ ERRORS = [
     ("open-lower-bound", 'start s; nt s = "a"{,3};', "expected integer, got Comma", (1, 21)),
     ("inverted-bounds", 'start s; nt s = "a"{3,2};', "upper bound 2 is smaller than lower bound 3", (1, 20)),
     ("huge-integer", 'start s; nt s = "a"{99999999999999999999};', "integer in GLRM source is too large", (1, 21)),
-    ("rhs-sequence", 'start s; nt s = x - "a" "b"; t x = /a/;', "RHS sequence subtraction must be parenthesized", (1, 25)),
+    (
+        "rhs-sequence",
+        'start s; nt s = x - "a" "b"; t x = /a/;',
+        "RHS sequence subtraction must be parenthesized",
+        (1, 25),
+    ),
     ("dangling-minus", 'start s; nt s = "a" - ;', "unexpected token Semi in NT expression", (1, 23)),
     ("dangling-amp", 'start s; nt s = "a" & ;', "expected at least one expression item", (1, 23)),
     ("separated-quantified", 'start s; nt s = "," ~ ("a")+;', "can't apply directly to a separated sequence", (1, 28)),
@@ -322,48 +422,163 @@ ERRORS = [
     ("separated-quantified-separator", 'start s; nt s = ","+ ~ ("a");', "unexpected token Tilde in grammar", (1, 22)),
     ("internal-nt", 'start s; internal nt s = "a";', "expected 't' after 'internal'", (1, 19)),
     ("extern-t", 'start s; extern t X; nt s = "a";', "extern token NAME' or 'extern grammar NAME'", (1, 17)),
-    ("extern-in-child", 'start s; nt s = g; grammar g { start x; nt x = "a"; extern token E; }', "only allowed at the top level", (1, 53)),
+    (
+        "extern-in-child",
+        'start s; nt s = g; grammar g { start x; nt x = "a"; extern token E; }',
+        "only allowed at the top level",
+        (1, 53),
+    ),
     ("g-block", "start s; g s = {};", "inline components use 'grammar NAME", (1, 10)),
     ("grammar-equals", "start s; grammar s = { };", "expected LBrace, got Equals", (1, 20)),
     ("missing-equals", 'start s; nt s "a";', "declarations require '='", (1, 15)),
     ("stray-brace", 'start s; nt s = "a"; }', "unexpected '}' at top level", (1, 22)),
-    ("unterminated-grammar", 'start s; nt s = g; grammar g { start x; nt x = "b";', "unterminated subgrammar 'g'", (1, 52)),
-    ("child-without-start", 'start s; nt s = g; grammar g { nt x = "a"; }', "subgrammar 'g' has no 'start' declaration", (1, 44)),
+    (
+        "unterminated-grammar",
+        'start s; nt s = g; grammar g { start x; nt x = "b";',
+        "unterminated subgrammar 'g'",
+        (1, 52),
+    ),
+    (
+        "child-without-start",
+        'start s; nt s = g; grammar g { nt x = "a"; }',
+        "subgrammar 'g' has no 'start' declaration",
+        (1, 44),
+    ),
     ("extra-semicolon", 'start s;; nt s = "a";', "unexpected token Semi in grammar", (1, 9)),
     ("pragma-without-body", 'start s; nt s = "a"; pragma foo;', "pragma body", (1, 32)),
     ("pragma-unterminated", 'start s; nt s = "a"; pragma foo { { }', "unterminated foreign pragma block", (1, 33)),
-    ("pragma-unterminated-quote", 'start s; nt s = "a"; pragma foo { "x }', "unterminated quoted value in foreign pragma", (1, 33)),
+    (
+        "pragma-unterminated-quote",
+        'start s; nt s = "a"; pragma foo { "x }',
+        "unterminated quoted value in foreign pragma",
+        (1, 33),
+    ),
     ("pragma-glrmask-syntax", 'start s; nt s = "a"; pragma glrmask { bogus }', "in pragma glrmask", (1, 39)),
-    ("pragma-glrmask-unknown-terminal", 'start s; nt s = "a"; pragma glrmask { lexer group G = ZZ; }', "unknown or non-emitting terminal 'ZZ'", (1, 55)),
-    ("pragma-glrmask-twice", 'start s; nt s = A; t A = "x"; pragma glrmask { lexer group G = A; lexer group H = A; }', "more than one lexer group", (1, 83)),
-    ("fa-two-starts", 'start s; nt s = fa { start p; start q; accept q; edge p -> q: "a"; };', "FA has more than one start declaration", (1, 31)),
-    ("fa-no-accept", 'start s; nt s = fa { start p; edge p -> q: "a"; };', "FA definition has no accept state", (1, 49)),
-    ("fa-no-start", 'start s; nt s = fa { accept p; };', "exactly one start state", (1, 32)),
-    ("fa-edge-syntax", 'start s; nt s = fa { start p; accept q; p -> q: "a"; };', "FA transitions require 'edge FROM -> TO: expression'", (1, 41)),
-    ("fa-nt-regex", "start s; nt s = fa { start p; accept q; edge p -> q: /a/; };", "raw regex literals are only allowed in terminal", (1, 54)),
-    ("fa-in-choice", "start s; nt s = fa { start p; accept p; } | \"x\";", "unexpected token Pipe in grammar", (1, 43)),
+    (
+        "pragma-glrmask-unknown-terminal",
+        'start s; nt s = "a"; pragma glrmask { lexer group G = ZZ; }',
+        "unknown or non-emitting terminal 'ZZ'",
+        (1, 55),
+    ),
+    (
+        "pragma-glrmask-twice",
+        'start s; nt s = A; t A = "x"; pragma glrmask { lexer group G = A; lexer group H = A; }',
+        "more than one lexer group",
+        (1, 83),
+    ),
+    (
+        "fa-two-starts",
+        'start s; nt s = fa { start p; start q; accept q; edge p -> q: "a"; };',
+        "FA has more than one start declaration",
+        (1, 31),
+    ),
+    (
+        "fa-no-accept",
+        'start s; nt s = fa { start p; edge p -> q: "a"; };',
+        "FA definition has no accept state",
+        (1, 49),
+    ),
+    ("fa-no-start", "start s; nt s = fa { accept p; };", "exactly one start state", (1, 32)),
+    (
+        "fa-edge-syntax",
+        'start s; nt s = fa { start p; accept q; p -> q: "a"; };',
+        "FA transitions require 'edge FROM -> TO: expression'",
+        (1, 41),
+    ),
+    (
+        "fa-nt-regex",
+        "start s; nt s = fa { start p; accept q; edge p -> q: /a/; };",
+        "raw regex literals are only allowed in terminal",
+        (1, 54),
+    ),
+    ("fa-in-choice", 'start s; nt s = fa { start p; accept p; } | "x";', "unexpected token Pipe in grammar", (1, 43)),
     # resolution (glrmask reports these when compiling, without a position)
     ("unknown-rule", 'start s; nt s = "a" zzz;', "unknown rule referenced from nonterminal context: zzz", (1, 21)),
-    ("unknown-in-terminal", 'start s; nt s = "a"; t y = zzz;', "terminal refers to zzz, which is not a terminal rule", (1, 28)),
-    ("nt-in-terminal", 'start s; nt s = T; t T = x; nt x = "a";', "terminal refers to x, which is not a terminal rule", (1, 26)),
-    ("grammar-in-terminal", 'start s; t s = g; grammar g { start x; t x = "a"; }', "terminal refers to g, which is not a terminal rule", (1, 16)),
+    (
+        "unknown-in-terminal",
+        'start s; nt s = "a"; t y = zzz;',
+        "terminal refers to zzz, which is not a terminal rule",
+        (1, 28),
+    ),
+    (
+        "nt-in-terminal",
+        'start s; nt s = T; t T = x; nt x = "a";',
+        "terminal refers to x, which is not a terminal rule",
+        (1, 26),
+    ),
+    (
+        "grammar-in-terminal",
+        'start s; t s = g; grammar g { start x; t x = "a"; }',
+        "terminal refers to g, which is not a terminal rule",
+        (1, 16),
+    ),
     ("nt-in-intersection", 'start s; nt x = "a"+; nt s = x & "aa";', "terminal refers to x", (1, 30)),
     ("nt-right-of-difference", 'start s; nt x = "a"+; nt s = "a"+ - x;', "terminal refers to x", (1, 37)),
     ("nt-inside-difference", 'start s; nt x = "a"+; nt s = (x "b") - "ab";', "terminal refers to x", (1, 31)),
     ("extern-token-in-terminal", "start s; extern token E; t T = E; nt s = T;", "extern E", (1, 32)),
     ("extern-grammar-in-difference", 'start s; extern grammar G; nt s = G - "a";', "extern G", (1, 35)),
-    ("internal-from-nt", 'start s; nt s = D; internal t D = "a";', "internal-only terminal D referenced from nonterminal context", (1, 17)),
-    ("terminal-cycle", 'start s; nt s = "a"; t T = U; internal t U = "x" T;', "cycle detected in terminal rule references", None),
-    ("not-visible-in-child", 'start s; nt s = g; nt p = "z"; grammar g { start x; nt x = p; }', "definition 'p' is not visible in grammar::g", (1, 60)),
-    ("not-visible-in-parent", 'start s; nt s = x; grammar g { start x; nt x = "a"; }', "definition 'x' is not visible in grammar;", (1, 17)),
-    ("extern-not-visible-in-child", "start s; nt s = g; grammar g { start x; nt x = E; } extern token E;", "definition 'E' is not visible in grammar::g", (1, 48)),
-    ("sibling-not-visible", 'start s; nt s = q; grammar g { start x; nt x = "a"; } grammar q { start y; nt y = g; }', "not visible in grammar::q", (1, 83)),
-    ("conflicting-kinds", 'start s; nt s = "a"; t s = "b";', "definition 's' has conflicting kinds in grammar", (1, 24)),
-    ("grammar-conflict", 'start s; nt s = "a"; grammar s { start x; nt x = "b"; }', "subgrammar 's' conflicts with another definition", (1, 30)),
+    (
+        "internal-from-nt",
+        'start s; nt s = D; internal t D = "a";',
+        "internal-only terminal D referenced from nonterminal context",
+        (1, 17),
+    ),
+    (
+        "terminal-cycle",
+        'start s; nt s = "a"; t T = U; internal t U = "x" T;',
+        "cycle detected in terminal rule references",
+        None,
+    ),
+    (
+        "not-visible-in-child",
+        'start s; nt s = g; nt p = "z"; grammar g { start x; nt x = p; }',
+        "definition 'p' is not visible in grammar::g",
+        (1, 60),
+    ),
+    (
+        "not-visible-in-parent",
+        'start s; nt s = x; grammar g { start x; nt x = "a"; }',
+        "definition 'x' is not visible in grammar;",
+        (1, 17),
+    ),
+    (
+        "extern-not-visible-in-child",
+        "start s; nt s = g; grammar g { start x; nt x = E; } extern token E;",
+        "definition 'E' is not visible in grammar::g",
+        (1, 48),
+    ),
+    (
+        "sibling-not-visible",
+        'start s; nt s = q; grammar g { start x; nt x = "a"; } grammar q { start y; nt y = g; }',
+        "not visible in grammar::q",
+        (1, 83),
+    ),
+    (
+        "conflicting-kinds",
+        'start s; nt s = "a"; t s = "b";',
+        "definition 's' has conflicting kinds in grammar",
+        (1, 24),
+    ),
+    (
+        "grammar-conflict",
+        'start s; nt s = "a"; grammar s { start x; nt x = "b"; }',
+        "subgrammar 's' conflicts with another definition",
+        (1, 30),
+    ),
     ("extern-twice", "start s; extern grammar P; extern grammar P; nt s = P;", "subgrammar 'P' conflicts", (1, 43)),
     ("ignore-nt", 'start s; ignore w; nt w = " "; nt s = "a";', "must name a local emitting terminal", (1, 17)),
-    ("ignore-internal", 'start s; ignore W; internal t W = " "; nt s = "a";', "must name a local emitting terminal", (1, 17)),
-    ("ignore-not-local", 'start s; ignore W; nt s = "a"; grammar g { start x; t W = " "; nt x = "b"; }', "ignore terminal 'W' is not defined in grammar", (1, 17)),
+    (
+        "ignore-internal",
+        'start s; ignore W; internal t W = " "; nt s = "a";',
+        "must name a local emitting terminal",
+        (1, 17),
+    ),
+    (
+        "ignore-not-local",
+        'start s; ignore W; nt s = "a"; grammar g { start x; t W = " "; nt x = "b"; }',
+        "ignore terminal 'W' is not defined in grammar",
+        (1, 17),
+    ),
     ("ignore-regex", 'start s; ignore / /; nt s = "a";', "expected identifier", (1, 17)),
 ]
 
@@ -415,12 +630,12 @@ def test_refused_where_glrmask_does_not_subtract(src: str, wrongly_accepted: str
 
 
 def test_expression_nesting_limit_mirrors_glrmask() -> None:
-    ok = 'start s; nt s = ' + "(" * 127 + '"a"' + ")" * 127 + ";"
+    ok = "start s; nt s = " + "(" * 127 + '"a"' + ")" * 127 + ";"
     assert Grammar.from_glrm(ok).matches("a")
-    deep = 'start s; nt s = ' + "(" * 128 + '"a"' + ")" * 128 + ";"
+    deep = "start s; nt s = " + "(" * 128 + '"a"' + ")" * 128 + ";"
     with pytest.raises(GrammarError, match="nesting exceeds the supported depth of 128"):
         Grammar.from_glrm(deep)
-    huge = 'start s; nt s = ' + "(" * 100_000 + '"a"' + ")" * 100_000 + ";"
+    huge = "start s; nt s = " + "(" * 100_000 + '"a"' + ")" * 100_000 + ";"
     with pytest.raises(GrammarError, match="nesting"):
         Grammar.from_glrm(huge)
     if glrmask is not None:
@@ -456,9 +671,9 @@ def test_configured_limits() -> None:
 
 def test_long_flat_inputs_are_linear_and_shallow() -> None:
     n = 20_000
-    many = Grammar.from_glrm('start s; nt s = ' + " | ".join(f'"w{i}"' for i in range(n)) + ";")
+    many = Grammar.from_glrm("start s; nt s = " + " | ".join(f'"w{i}"' for i in range(n)) + ";")
     assert many.matches(f"w{n - 1}") and not many.matches("w")
-    chain = Grammar.from_glrm('start s; nt s = /[a-z]/ ' + '- "a" ' * 2000 + "& /[a-z]/ " * 2000 + ";")
+    chain = Grammar.from_glrm("start s; nt s = /[a-z]/ " + '- "a" ' * 2000 + "& /[a-z]/ " * 2000 + ";")
     assert chain.matches("b") and not chain.matches("a")
     rules = "".join(f'nt r{i} = "x" r{i + 1}; ' for i in range(5000))
     assert Grammar.from_glrm(f'start r0; {rules} nt r5000 = "y";').matches("x" * 5000 + "y")
@@ -467,7 +682,7 @@ def test_long_flat_inputs_are_linear_and_shallow() -> None:
 def test_terminal_fa_of_many_states() -> None:
     n = 300
     edges = " ".join(f'edge {i} -> {i + 1}: "a";' for i in range(n))
-    g = Grammar.from_glrm(f"start s; t T = fa {{ start 0; accept {n}; {edges} edge {n} -> 0: \"b\"; }}; nt s = T;")
+    g = Grammar.from_glrm(f'start s; t T = fa {{ start 0; accept {n}; {edges} edge {n} -> 0: "b"; }}; nt s = T;')
     assert g.matches("a" * n) and g.matches("a" * n + "b" + "a" * n)
     assert not g.matches("a" * (n - 1))
 
@@ -488,7 +703,9 @@ def test_binding_a_grammar_that_has_its_own_externs() -> None:
 
 
 @pytest.mark.parametrize("src, cases", [pytest.param(s, c, id=n) for n, s, c in CASES if n.startswith("separated")])
-def test_separated_sequences_through_helper_rules(src: str, cases: dict[str, list], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_separated_sequences_through_helper_rules(
+    src: str, cases: dict[str, list], monkeypatch: pytest.MonkeyPatch
+) -> None:
     from structgen.grammar import glrm_lower
 
     monkeypatch.setattr(glrm_lower, "SEPARATED_INLINE_LIMIT", 0)  # the linear form long lists get
@@ -519,5 +736,7 @@ def test_glrmask_misreads_repetition_alternatives(src: str, text: str, ours: str
     assert matcher_verdict(Grammar.from_glrm(src), text) == ours
     if glrmask is not None:
         assert Oracle(src).verdict(text) == theirs
-    spelled = src.replace('"c"*', '"c"{0,}').replace('"c"+', '"c"{1,}').replace(")*", "){0,}").replace('"a"*)', '"a"{0,})')
+    spelled = (
+        src.replace('"c"*', '"c"{0,}').replace('"c"+', '"c"{1,}').replace(")*", "){0,}").replace('"a"*)', '"a"{0,})')
+    )
     check(spelled, {ours: [text]})  # with counts spelled out glrmask agrees

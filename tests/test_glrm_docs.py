@@ -53,7 +53,9 @@ def test_the_page_has_examples() -> None:
     assert all(items for _src, _who, items in EXAMPLES)
 
 
-@pytest.mark.parametrize("src, who, items", EXAMPLES, ids=[f"example{i}-{who}" for i, (_s, who, _x) in enumerate(EXAMPLES)])
+@pytest.mark.parametrize(
+    "src, who, items", EXAMPLES, ids=[f"example{i}-{who}" for i, (_s, who, _x) in enumerate(EXAMPLES)]
+)
 def test_example(src: str, who: str, items: list[tuple[str, str]]) -> None:
     if who in ("Verdicts", "structgen"):
         grammar = Grammar.from_glrm(src)

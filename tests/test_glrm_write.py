@@ -62,7 +62,7 @@ L, C, Ref = ir.lit, ir.char, ir.Ref
 def test_literals_and_escapes() -> None:
     text = same_verdicts(g(root=L('a"b\\c\n\t\x00\x7f é☃😀')), ['a"b\\c\n\t\x00\x7f é☃😀', "a", 'a"b\\C'])
     assert '"a\\"b\\\\c\\x0a\\x09\\x00\\x7f \\u{e9}\\u{2603}\\u{1f600}"' in text
-    raw = same_verdicts(g(root=ir.Literal(b"\xff\x80a\"")), [b"\xff\x80a\"", "ÿ", b"\xff"])
+    raw = same_verdicts(g(root=ir.Literal(b'\xff\x80a"')), [b'\xff\x80a"', "ÿ", b"\xff"])
     assert 'b"\\xff\\x80a\\x22"' in raw
 
 
@@ -85,7 +85,26 @@ def test_character_classes() -> None:
         ir.CharClass((), negated=False),
         ir.CharClass(((0xD800, 0xDFFF),)),  # surrogates only: nothing
     ]
-    inputs = ["a", "z", "é", "]", "\\", "-", "^", "/", "&", " ", "\n", "😀", "\U0010ffff", "\U0010fffe", "ab", "", b"\xff", b"\xc3"]
+    inputs = [
+        "a",
+        "z",
+        "é",
+        "]",
+        "\\",
+        "-",
+        "^",
+        "/",
+        "&",
+        " ",
+        "\n",
+        "😀",
+        "\U0010ffff",
+        "\U0010fffe",
+        "ab",
+        "",
+        b"\xff",
+        b"\xc3",
+    ]
     for cls in cases:
         same_verdicts(g(root=ir.plus(cls)), inputs)
     assert "/./s" in write_glrm(g(root=ir.ANY_CHAR))
@@ -93,14 +112,27 @@ def test_character_classes() -> None:
 
 def test_byte_classes() -> None:
     inputs = [b"\x80", b"\xff", b"\x00", b"a", b"\x80\x80", b"", "é"]
-    for cls in [ir.ByteClass(((0x80, 0xFF),)), ir.ByteClass(((0x61, 0x61),), negated=True), ir.ANY_BYTE, ir.ByteClass(((0x80, 0x80),))]:
+    for cls in [
+        ir.ByteClass(((0x80, 0xFF),)),
+        ir.ByteClass(((0x61, 0x61),), negated=True),
+        ir.ANY_BYTE,
+        ir.ByteClass(((0x80, 0x80),)),
+    ]:
         same_verdicts(g(root=ir.plus(cls)), inputs)
     assert "b/[\\x80-\\xff]/" in write_glrm(g(root=ir.ByteClass(((0x80, 0xFF),))))
 
 
 def test_repetition_forms() -> None:
     a = L("a")
-    for rep in [ir.opt(a), ir.star(a), ir.plus(a), ir.Repeat(a, 2, 2), ir.Repeat(a, 2, None), ir.Repeat(a, 1, 3), ir.Repeat(a, 0, 0)]:
+    for rep in [
+        ir.opt(a),
+        ir.star(a),
+        ir.plus(a),
+        ir.Repeat(a, 2, 2),
+        ir.Repeat(a, 2, None),
+        ir.Repeat(a, 1, 3),
+        ir.Repeat(a, 0, 0),
+    ]:
         same_verdicts(g(root=ir.seq(rep, L("b"))), ["b", "ab", "aab", "aaab", "aaaab", "a"])
     nested = ir.plus(ir.star(ir.seq(L("a"), ir.opt(L("b")))))
     assert "**" not in write_glrm(g(root=nested))
@@ -128,7 +160,9 @@ def test_scannerless_sequences_stay_character_level() -> None:
 def test_rule_names_are_sanitised_and_unique() -> None:
     grammar = Grammar(
         {
-            "root": ir.seq(Ref("my-rule"), Ref("my_rule"), Ref("g::x"), Ref("1st"), Ref("nt"), Ref("eps"), Ref("fa"), Ref("start")),
+            "root": ir.seq(
+                Ref("my-rule"), Ref("my_rule"), Ref("g::x"), Ref("1st"), Ref("nt"), Ref("eps"), Ref("fa"), Ref("start")
+            ),
             "my-rule": L("a"),
             "my_rule": L("b"),
             "g::x": L("c"),
@@ -147,7 +181,11 @@ def test_rule_names_are_sanitised_and_unique() -> None:
 
 def test_names_that_collide_with_generated_ones() -> None:
     grammar = Grammar(
-        {"root": ir.seq(ir.Lexeme(ir.plus(C((97, 122)))), Ref("LEXEME"), ir.Token((TOKEN_BASE,))), "LEXEME": L("!"), "TOKEN_256": L("?")},
+        {
+            "root": ir.seq(ir.Lexeme(ir.plus(C((97, 122)))), Ref("LEXEME"), ir.Token((TOKEN_BASE,))),
+            "LEXEME": L("!"),
+            "TOKEN_256": L("?"),
+        },
         "root",
     )
     text = write_glrm(grammar)
@@ -203,7 +241,7 @@ def test_lexemes_are_terminals() -> None:
 def test_rule_used_in_both_contexts_is_written_twice() -> None:
     grammar = g(root=ir.seq(Ref("w"), L("-"), ir.Lexeme(Ref("w"))), w=ir.plus(C((97, 122))))
     text = same_verdicts(grammar, ["ab-cd", "a-b", "-a", "ab-"])
-    assert "nt w = /[a-z]/+;" in text and "t w_t = /[a-z]/+;" in text and "nt root = w \"-\" w_t;" in text
+    assert "nt w = /[a-z]/+;" in text and "t w_t = /[a-z]/+;" in text and 'nt root = w "-" w_t;' in text
 
 
 def test_terminal_only_rules_are_internal_unless_used_as_lexemes() -> None:
@@ -366,7 +404,9 @@ def _renamed(grammar: Grammar) -> dict[str, ir.Node] | None:
         stack = [grammar.rules[name]]
         while stack:
             n = stack.pop()
-            if isinstance(n, (ir.Difference, ir.Intersection)) or (isinstance(n, ir.Lexeme) and not isinstance(n.item, ir.Ref)):
+            if isinstance(n, (ir.Difference, ir.Intersection)) or (
+                isinstance(n, ir.Lexeme) and not isinstance(n.item, ir.Ref)
+            ):
                 return None
             if not isinstance(n, ir.Lexeme):
                 stack.extend(n.children())

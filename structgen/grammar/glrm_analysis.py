@@ -89,14 +89,24 @@ def _combine(n: ir.Node, kids: list[Shape]) -> Shape:
     if isinstance(n, ir.Repeat):
         k = kids[0]
         if n.max == n.min:
-            return Shape(k.prefix_free, None if k.length is None else k.length * n.min, k.first if n.min else 0, n.min == 0 or k.nullable)
+            return Shape(
+                k.prefix_free,
+                None if k.length is None else k.length * n.min,
+                k.first if n.min else 0,
+                n.min == 0 or k.nullable,
+            )
         return Shape(False, None, k.first, n.min == 0 or k.nullable)
     if isinstance(n, ir.Difference):
         a = kids[0]
         return Shape(a.prefix_free, a.length, a.first, a.nullable)
     if isinstance(n, ir.Intersection):
         a, b = kids
-        return Shape(a.prefix_free or b.prefix_free, a.length if a.length is not None else b.length, a.first & b.first, a.nullable and b.nullable)
+        return Shape(
+            a.prefix_free or b.prefix_free,
+            a.length if a.length is not None else b.length,
+            a.first & b.first,
+            a.nullable and b.nullable,
+        )
     if isinstance(n, ir.Lexeme):
         return kids[0]
     return _UNKNOWN
@@ -201,7 +211,11 @@ def node_first(
     while stack:
         n, expanded = stack.pop()
         if isinstance(n, ir.Ref):
-            done[id(n)] = (ALL_BYTES | TOKEN_BIT, True) if external(n.name) else (first.get(n.name, 0), nullable.get(n.name, False))
+            done[id(n)] = (
+                (ALL_BYTES | TOKEN_BIT, True)
+                if external(n.name)
+                else (first.get(n.name, 0), nullable.get(n.name, False))
+            )
             continue
         if isinstance(n, ir.Token):
             done[id(n)] = (TOKEN_BIT, False)

@@ -32,7 +32,30 @@ _INT_RE = re.compile(r"[0-9]+")
 _SPACE_RE = re.compile(r"[ \t\r\n\f\v]+")
 _HEX_RE = re.compile(r"[0-9A-Fa-f]")
 _FLAGS_RE = re.compile(r"[0-9A-Za-z_]*")
-_PUNCT = ("::=", "->", "~+", "=", ";", "|", "(", ")", "?", "*", "+", "{", "}", ",", "-", "&", "~", ":", ".", "[", "]", "@")
+_PUNCT = (
+    "::=",
+    "->",
+    "~+",
+    "=",
+    ";",
+    "|",
+    "(",
+    ")",
+    "?",
+    "*",
+    "+",
+    "{",
+    "}",
+    ",",
+    "-",
+    "&",
+    "~",
+    ":",
+    ".",
+    "[",
+    "]",
+    "@",
+)
 _SIMPLE_ESCAPES = {"n": 0x0A, "t": 0x09, "r": 0x0D, "\\": 0x5C, '"': 0x22, "'": 0x27, "0": 0x00}
 _REGEX_FLAGS = frozenset("isxu")
 
@@ -73,10 +96,28 @@ class Tok:
 
 
 _PUNCT_NAMES = {
-    "=": "Equals", ";": "Semi", "|": "Pipe", "(": "LParen", ")": "RParen", "?": "Quest", "*": "Star",
-    "+": "Plus", "{": "LBrace", "}": "RBrace", ",": "Comma", "-": "Minus", "&": "Amp", "~": "Tilde",
-    "~+": "TildePlus", "->": "Arrow", ":": "Colon", ".": "Dot", "[": "LBracket", "]": "RBracket",
-    "::=": "ColonColonEquals", "@": "At",
+    "=": "Equals",
+    ";": "Semi",
+    "|": "Pipe",
+    "(": "LParen",
+    ")": "RParen",
+    "?": "Quest",
+    "*": "Star",
+    "+": "Plus",
+    "{": "LBrace",
+    "}": "RBrace",
+    ",": "Comma",
+    "-": "Minus",
+    "&": "Amp",
+    "~": "Tilde",
+    "~+": "TildePlus",
+    "->": "Arrow",
+    ":": "Colon",
+    ".": "Dot",
+    "[": "LBracket",
+    "]": "RBracket",
+    "::=": "ColonColonEquals",
+    "@": "At",
 }
 
 

@@ -114,9 +114,13 @@ class _Lowering:
             for d in scope.decls:
                 qualified = "::".join(scope.path + (d.name,))
                 old = table.get(d.name)
-                if d.kind in (GRAMMAR, EXTERN_TOKEN, EXTERN_GRAMMAR) or (old and old.kind in (GRAMMAR, EXTERN_TOKEN, EXTERN_GRAMMAR)):
+                if d.kind in (GRAMMAR, EXTERN_TOKEN, EXTERN_GRAMMAR) or (
+                    old and old.kind in (GRAMMAR, EXTERN_TOKEN, EXTERN_GRAMMAR)
+                ):
                     if old is not None:
-                        raise self.error(f"subgrammar '{d.name}' conflicts with another definition in {scope.display}", d.offset)
+                        raise self.error(
+                            f"subgrammar '{d.name}' conflicts with another definition in {scope.display}", d.offset
+                        )
                     if d.kind != GRAMMAR:
                         qualified = d.name  # externs live at the top level under their own name
                         self.externs[d.name] = "token" if d.kind == EXTERN_TOKEN else "grammar"
@@ -138,7 +142,9 @@ class _Lowering:
             return found
         elsewhere = [s for s in self.all_names.get(name, []) if s is not scope]
         if elsewhere:
-            raise self.error(f"definition '{name}' is not visible in {scope.display}; definitions are scope-local", offset)
+            raise self.error(
+                f"definition '{name}' is not visible in {scope.display}; definitions are scope-local", offset
+            )
         if terminal:
             raise self.error(f"terminal refers to {name}, which is not a terminal rule", offset)
         raise self.error(f"unknown rule referenced from nonterminal context: {name}", offset)
@@ -150,7 +156,10 @@ class _Lowering:
             for d in self.tables[scope.path].values():
                 if d.kind in (T, INTERNAL):
                     self.owner = (d.qualified, d.offset)
-                    parts = [self.fa_regular(b, scope) if isinstance(b, EFa) else self.node(b, scope, _T_CTX) for b in d.bodies]
+                    parts = [
+                        self.fa_regular(b, scope) if isinstance(b, EFa) else self.node(b, scope, _T_CTX)
+                        for b in d.bodies
+                    ]
                     self.put(d.qualified, ir.alt(*parts), (d.offset, 0, 0))
         self.check_terminal_cycles()
 
@@ -190,7 +199,10 @@ class _Lowering:
             for name, offset in scope.ignores:
                 d = self.tables[scope.path].get(name)
                 if d is None:
-                    raise self.error(f"ignore terminal '{name}' is not defined in {scope.display}; definitions are scope-local", offset)
+                    raise self.error(
+                        f"ignore terminal '{name}' is not defined in {scope.display}; definitions are scope-local",
+                        offset,
+                    )
                 if d.kind != T:
                     raise self.error(f"ignore '{name}' in {scope.display} must name a local emitting terminal", offset)
                 lexemes.append(self.lexeme(ir.Ref(d.qualified)))
@@ -267,7 +279,9 @@ class _Lowering:
         if d.kind == T:
             return self.with_ignore(scope, self.lexeme(ir.Ref(d.qualified)))
         if d.kind == INTERNAL:
-            raise self.error(f"internal-only terminal {d.qualified.split('::')[-1]} referenced from nonterminal context", offset)
+            raise self.error(
+                f"internal-only terminal {d.qualified.split('::')[-1]} referenced from nonterminal context", offset
+            )
         if d.kind == EXTERN_TOKEN:
             return self.with_ignore(scope, ir.Token(name=d.qualified))
         return self.with_ignore(scope, ir.Ref(d.qualified))  # a child or extern grammar

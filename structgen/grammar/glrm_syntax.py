@@ -112,7 +112,14 @@ class EFa(Expr):
 # ---------------------------------------------------------------------------------------------
 # Declarations and scopes
 
-NT, T, INTERNAL, EXTERN_TOKEN, EXTERN_GRAMMAR, GRAMMAR = "nt", "t", "internal t", "extern token", "extern grammar", "grammar"
+NT, T, INTERNAL, EXTERN_TOKEN, EXTERN_GRAMMAR, GRAMMAR = (
+    "nt",
+    "t",
+    "internal t",
+    "extern token",
+    "extern grammar",
+    "grammar",
+)
 
 
 @dataclass
