@@ -163,6 +163,9 @@ CASES = [
     ("terminals-in-parallel", 'start s; t ID = /[a-z]+/; nt s = ID "=" ID | "let" ID;', {A: ["letx", "a=b"]}),
     ("literals-in-parallel", 'start s; nt s = "a" "bc" | "ab" "c";', {A: ["abc"]}),
     ("same-regex-twice", 'start s; nt s = /[0-9]+/ | /[0-9]+/ "x";', {A: ["12", "12x"]}),
+    ("nullable-terminal-empty-anywhere", 'start s; t A = /a*/; nt s = A "a";', {A: ["a"], P: ["aa", ""]}),
+    ("nullable-terminal-twice", "start s; t A = /a*/; nt s = A A;", {A: ["", "a", "aa"]}),
+    ("nullable-terminal-optional-tail", 'start s; t A = /(ab)?/; nt s = A "a";', {A: ["a", "aba"], P: ["ab"]}),
     ("nt-repetition-not-greedy", 'start s; nt s = /[a-z]/+ "x";', {A: ["abx", "xx"]}),
     ("nt-literal-repetition-not-greedy", 'start s; nt s = "a"+ "a";', {A: ["aa", "aaa"], P: ["a"]}),
     # -- §1.7 ignore --------------------------------------------------------------------------
@@ -317,7 +320,11 @@ def test_externs_and_binding() -> None:
     digits = Grammar.from_glrm("start n; nt n = /[0-9]/+;")
     bound = g.bind(END=END, P=digits)
     assert not bound.externs and bound.rules["P"] == ir.Ref("P::n")
-    cases = {A: [["< 12 >", END], ["<1>", END, b"  "]], R: [["< 1 2 >"], ["<1>", END + 1]], P: [["<1> "]]}
+    cases = {
+        A: [["< 12 >", END], ["<1>", END, b"  "], ["<1> ", END]],
+        R: [["< 1 2 >"], ["<1>", END + 1]],
+        P: [["<1> "]],
+    }
     for verdict, inputs in cases.items():
         for pieces in inputs:
             assert matcher_verdict(bound, pieces) == verdict, pieces

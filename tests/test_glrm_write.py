@@ -322,8 +322,20 @@ def test_deep_expressions_are_split_into_helper_rules() -> None:
 _LETTERS = "abé"
 
 
-def _leaf(k: int) -> st.SearchStrategy[ir.Node]:
+# Greedy lexemes whose every viable one-byte step from a complete match completes a longer match:
+# for these glrmask's longest match and ir.Lexeme's one-byte lookahead agree.
+_STEP_CLOSED_LEXEMES = [
+    ir.Lexeme(ir.plus(C("a", "b"))),
+    ir.alt(ir.EMPTY, ir.Lexeme(ir.star(C("a")))),  # a nullable lexeme as the reader gives it
+    ir.Lexeme(ir.seq(L("b"), ir.star(C("a")))),
+    ir.Lexeme(ir.alt(ir.plus(L("a")), ir.plus(L("b")))),
+    ir.Lexeme(ir.Intersection(ir.plus(C("a", "b")), ir.seq(L("a"), ir.star(ir.ANY_CHAR)))),
+]
+
+
+def _leaf(k: int, lexemes: bool = False) -> st.SearchStrategy[ir.Node]:
     return st.one_of(
+        st.sampled_from(_STEP_CLOSED_LEXEMES if lexemes else [L("a")]),
         st.sampled_from(["a", "b", "ab", "é", ""]).map(ir.lit),
         st.sampled_from([C("a"), C("a", "b"), C("é", "b"), C("a", negated=True), ir.ANY_CHAR]),
         st.just(ir.ByteClass(((0x61, 0x62),))),
@@ -333,9 +345,9 @@ def _leaf(k: int) -> st.SearchStrategy[ir.Node]:
     )
 
 
-def _node(k: int) -> st.SearchStrategy[ir.Node]:
+def _node(k: int, lexemes: bool = False) -> st.SearchStrategy[ir.Node]:
     return st.recursive(
-        _leaf(k),
+        _leaf(k, lexemes),
         lambda kids: st.one_of(
             st.lists(kids, min_size=2, max_size=3).map(lambda xs: ir.seq(*xs)),
             st.lists(kids, min_size=2, max_size=3).map(lambda xs: ir.alt(*xs)),
@@ -348,10 +360,10 @@ def _node(k: int) -> st.SearchStrategy[ir.Node]:
 
 
 @st.composite
-def _grammars(draw: st.DrawFn) -> Grammar:
+def _grammars(draw: st.DrawFn, lexemes: bool = False) -> Grammar:
     k = draw(st.integers(1, 3))
     # every rule has a letter alternative, so every rule is productive
-    rules = {f"r{i}": ir.alt(draw(_node(k)), L(draw(st.sampled_from(_LETTERS)))) for i in range(k)}
+    rules = {f"r{i}": ir.alt(draw(_node(k, lexemes)), L(draw(st.sampled_from(_LETTERS)))) for i in range(k)}
     return Grammar(rules, "r0")
 
 
@@ -360,6 +372,13 @@ def _grammars(draw: st.DrawFn) -> Grammar:
 @given(_grammars(), st.lists(st.text(alphabet=_LETTERS, max_size=6), min_size=8, max_size=8))
 def test_scannerless_grammars_mean_the_same_to_glrmask(grammar: Grammar, inputs: list[str]) -> None:
     same_verdicts(grammar, inputs + ["", "a", "b", "ab", "ba", "bab"])
+
+
+@needs_glrmask
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_grammars(lexemes=True), st.lists(st.text(alphabet=_LETTERS, max_size=6), min_size=8, max_size=8))
+def test_grammars_with_greedy_lexemes_mean_the_same_to_glrmask(grammar: Grammar, inputs: list[str]) -> None:
+    same_verdicts(grammar, inputs + ["", "a", "b", "ab", "ba", "bab", "aab"])
 
 
 # -- the llama.cpp example grammars ----------------------------------------------------------------

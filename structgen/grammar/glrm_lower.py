@@ -54,6 +54,7 @@ from .glrm_syntax import (
     T,
 )
 from .grammar import Grammar
+from .regular import RegularTerms
 
 #: Name of the start rule made when the file's start needs wrapping (ignore, extern token start).
 START_WRAPPER = "::start"
@@ -186,9 +187,15 @@ class _Lowering:
                     state[v] = 2
 
     def lexeme(self, node: ir.Node) -> ir.Node:
-        """``node`` as one greedy lexeme; a prefix-free language needs no greedy wrapper."""
+        """``node`` as one greedy lexeme; a prefix-free language needs no greedy wrapper.
+
+        glrmask matches the empty string of a nullable terminal wherever it stands (greediness
+        only rules its non-empty matches), so a nullable lexeme gets an explicit empty choice.
+        """
         if self.shapes.of(node).prefix_free:
             return node
+        if RegularTerms(self.rules).nullable(node):
+            return ir.alt(ir.EMPTY, ir.Lexeme(node))
         return ir.Lexeme(node)
 
     # -- ignore ---------------------------------------------------------------------------
