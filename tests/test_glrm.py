@@ -124,6 +124,21 @@ CASES = [
     ("separated-sep-is-one-primary", 'start s; nt s = "x" "," ~ ("a" "b");', {A: ["xa,b"], R: ["x,a,b", "xab"]}),
     ("separated-group-sep", 'start s; nt s = ("," | ";") ~ ("a" "b");', {A: ["a,b", "a;b"]}),
     ("separated-group-item", 'start s; nt s = "," ~ ("a" ("b" "c"));', {A: ["a,bc"]}),
+    (
+        "separated-empty-match-is-absent",
+        'start s; nt s = "," ~ ("b" r "c"); nt r = "a"?;',
+        {A: ["b,c", "b,a,c"], R: ["bc", "b,,c"]},
+    ),
+    ("separated-empty-items", 'start s; nt s = "," ~ (r r); nt r = "a"?;', {A: ["", "a", "a,a"], R: [",", "aa"]}),
+    ("separated-empty-then-required", 'start s; nt s = "," ~+ (r?); nt r = "a"?;', {A: ["a"], P: [""]}),
+    ("separated-nullable-terminal", 'start s; nt s = "," ~ ("b" A); t A = /a*/;', {A: ["b", "b,a"], P: ["b,"]}),
+    (
+        "separated-recursive-nullable",
+        'start s; nt s = "," ~ (x "b"); nt x = "(" s ")" | eps;',
+        {A: ["b", "(b),b"], R: [",b", "(,b),b"]},
+    ),
+    ("separated-eps-item", 'start s; nt s = "," ~ ("b" eps "c");', {A: ["b,c", "b,,c"], R: ["bc"]}),
+    ("separated-eps-items", 'start s; nt s = "," ~ (eps eps);', {A: ["", ","], R: [",,"]}),
     ("separated-in-group-quantified", 'start s; nt s = ("," ~ ("a"))+;', {A: ["a", "aa"]}),
     # -- §1.5 fa bodies -----------------------------------------------------------------------
     (
@@ -426,6 +441,12 @@ ERRORS = [
     ("separated-double-quantifier", 'start s; nt s = "," ~ ("a"+?);', "only one postfix quantifier", (1, 28)),
     ("separated-empty", 'start s; nt s = "," ~ ();', "unexpected token RParen in NT expression", (1, 24)),
     ("separated-choice", 'start s; nt s = "," ~ ("a" | "b");', "expected RParen, got Pipe", (1, 28)),
+    (
+        "separated-in-terminal",
+        'start s; t T = "," ~ ("b" "a"); nt s = T;',
+        "separated sequence can't appear inside a terminal",
+        (1, 16),
+    ),
     ("separated-quantified-separator", 'start s; nt s = ","+ ~ ("a");', "unexpected token Tilde in grammar", (1, 22)),
     ("internal-nt", 'start s; internal nt s = "a";', "expected 't' after 'internal'", (1, 19)),
     ("extern-t", 'start s; extern t X; nt s = "a";', "extern token NAME' or 'extern grammar NAME'", (1, 17)),
@@ -713,9 +734,9 @@ def test_binding_a_grammar_that_has_its_own_externs() -> None:
 def test_separated_sequences_through_helper_rules(
     src: str, cases: dict[str, list], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from structgen.grammar import glrm_lower
+    from structgen.grammar import glrm_separated
 
-    monkeypatch.setattr(glrm_lower, "SEPARATED_INLINE_LIMIT", 0)  # the linear form long lists get
+    monkeypatch.setattr(glrm_separated, "SEPARATED_INLINE_LIMIT", 0)  # the linear form long lists get
     check(src, cases)
 
 
@@ -747,3 +768,63 @@ def test_glrmask_misreads_repetition_alternatives(src: str, text: str, ours: str
         src.replace('"c"*', '"c"{0,}').replace('"c"+', '"c"{1,}').replace(")*", "){0,}").replace('"a"*)', '"a"{0,})')
     )
     check(spelled, {ours: [text]})  # with counts spelled out glrmask agrees
+
+
+# -- property: random GLRM text means the same to structgen and to glrmask --------------------------
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+# Terminals on which glrmask's longest match and ir.Lexeme agree (see LEXEME_DIFFERENCES).
+_TERMINALS = 't A = /a+/; t B = "b" /[ab]/*; t W = / +/; internal t D = /[ab]/; t E = D "a"*;'
+_ATOMS = [
+    '"a"',
+    '"b"',
+    '"ab"',
+    '""',
+    "eps",
+    "/[ab]/",
+    "b/[a]/",
+    "A",
+    "B",
+    "E",
+    '"b" r1',
+    '"a" r0',
+    '(/[ab]/ - "a")',
+    "(/[ab]+/ & A)",
+    '("a" | "ab")',
+]
+
+
+def _expression(depth: int) -> st.SearchStrategy[str]:
+    atom = st.sampled_from(_ATOMS)
+    if depth == 0:
+        return atom
+    inner = _expression(depth - 1)
+    quantified = st.tuples(inner, st.sampled_from(["?", "{0,}", "{1,}", "{2}", "{0,2}"])).map(
+        lambda t: f"({t[0]}){t[1]}"
+    )
+    sequence = st.lists(inner, min_size=2, max_size=3).map(" ".join)
+    choice = st.lists(inner, min_size=2, max_size=3).map(lambda xs: "(" + " | ".join(xs) + ")")
+    separated = st.tuples(st.sampled_from(['","', '";"']), st.lists(atom, min_size=1, max_size=3)).map(
+        lambda t: f"{t[0]} ~ ({' '.join(x + '?' for x in t[1])})"
+    )
+    return st.one_of(atom, quantified, sequence, choice, separated)
+
+
+@st.composite
+def _sources(draw: st.DrawFn) -> str:
+    r0 = draw(_expression(2))
+    r1 = draw(_expression(2))
+    ignore = draw(st.sampled_from(["", "ignore W;"]))
+    return f'glrm 1; start r0; {ignore} {_TERMINALS} nt r0 = {r0} | "b"; nt r1 = {r1} | "a";'
+
+
+@pytest.mark.skipif(glrmask is None, reason="glrmask is not installed")
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_sources(), st.lists(st.text(alphabet="ab, ", max_size=6), min_size=10, max_size=10))
+def test_random_glrm_means_the_same(src: str, inputs: list[str]) -> None:
+    grammar = Grammar.from_glrm(src)
+    oracle = Oracle(src)
+    for text in inputs + ["", "a", "b", "ab", "ba", "a b", "a,b"]:
+        assert matcher_verdict(grammar, text) == oracle.verdict(text), (src, text)

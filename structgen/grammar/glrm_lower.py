@@ -24,7 +24,6 @@ grammar. glrmask then does not compute a language difference (``x - "aa"`` keeps
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..errors import GrammarError, LimitError
@@ -32,6 +31,7 @@ from ..limits import GrammarLimits
 from . import ir
 from .glrm_analysis import Shapes
 from .glrm_lex import Lexer
+from .glrm_separated import NonEmpty, node_nullable, prepare_items, separated
 from .glrm_syntax import (
     EXTERN_GRAMMAR,
     EXTERN_TOKEN,
@@ -54,7 +54,6 @@ from .glrm_syntax import (
     T,
 )
 from .grammar import Grammar
-from .regular import RegularTerms
 
 #: Name of the start rule made when the file's start needs wrapping (ignore, extern token start).
 START_WRAPPER = "::start"
@@ -87,6 +86,10 @@ class _Lowering:
         self.order: dict[str, tuple[float, int, int]] = {}  # rules are listed in source order
         self.owner = ("", 0)  # the rule being lowered (name, source offset), for helper rules
         self.helper_count: dict[str, int] = {}
+        self.null: dict[str, bool] = {}  # which rules match the empty string
+        self.regex_cache: dict[tuple[str, str, bool], ir.Node] = {}
+        self.pending_twins: list[str] = []
+        self.non_empty = NonEmpty(self.rule_nullable, self.twin)
         self.externs: dict[str, str] = {}
         self.ignore_node: dict[tuple[str, ...], ir.Node | None] = {}
         self.shapes = Shapes(self.rules)
@@ -194,7 +197,7 @@ class _Lowering:
         """
         if self.shapes.of(node).prefix_free:
             return node
-        if RegularTerms(self.rules).nullable(node):
+        if node_nullable(node, self.rule_nullable):
             return ir.alt(ir.EMPTY, ir.Lexeme(node))
         return ir.Lexeme(node)
 
@@ -301,6 +304,13 @@ class _Lowering:
         raise self.error(f"terminal refers to {name}, which is not a terminal rule", offset)
 
     def regex(self, e: ERegex) -> ir.Node:
+        key = (e.pattern, e.flags, e.raw_bytes)
+        node = self.regex_cache.get(key)
+        if node is None:
+            node = self.regex_cache[key] = self.read_regex(e)
+        return node
+
+    def read_regex(self, e: ERegex) -> ir.Node:
         from .regex import (
             regex_to_node,  # the regex reader is optional until it is on main
         )
@@ -324,6 +334,8 @@ class _Lowering:
             if kids and not expanded:
                 if isinstance(e, EDiff) and ctx != _T_CTX:
                     self.check_difference_operand(e, scope)
+                if isinstance(e, ESep) and ctx == _T_CTX:
+                    raise self.error("a separated sequence can't appear inside a terminal rule", e.offset)
                 kid_ctx = _T_CTX if isinstance(e, (EDiff, EInter)) else ctx
                 stack.append((e, ctx, True))
                 stack.extend((k, kid_ctx, False) for k in kids)
@@ -375,7 +387,9 @@ class _Lowering:
             return op if terminal else self.with_ignore(scope, self.lexeme(op))
         if isinstance(e, ESep):
             items = [(p, lo, hi) for p, (_x, lo, hi) in zip(parts[1:], e.items)]
-            return _separated(parts[0], items, e.at_least_one, self.helper_rule)
+            empty_items = [_is_empty(x) for x, _lo, _hi in e.items]
+            items = prepare_items(items, empty_items, lambda x: node_nullable(x, self.rule_nullable), self.non_empty.of)
+            return separated(parts[0], items, e.at_least_one, self.helper_rule)
         raise self.error("an fa { ... } body must be a whole declaration body", e.offset)
 
     def helper_rule(self, body: ir.Node) -> ir.Node:
@@ -385,7 +399,114 @@ class _Lowering:
         self.helper_count[owner] = k
         name = f"{owner}~{k}"
         self.put(name, body, (offset, 1000, k))
+        self.null[name] = node_nullable(body, self.rule_nullable)
         return ir.Ref(name)
+
+    # -- nullability and non-empty twins (for separated sequences) ---------------------------
+
+    def rule_nullable(self, name: str) -> bool:
+        return self.null.get(name, False)
+
+    def twin(self, name: str) -> str:
+        """The rule matching the non-empty strings of rule ``name`` (its body is made last)."""
+        twin = f"{name}~+"
+        if twin not in self.null:
+            self.null[twin] = False
+            self.pending_twins.append(name)
+            offset = self.order[name][0] if name in self.order else self.owner[1]
+            self.order.setdefault(twin, (offset, 2000, len(self.order)))
+        return twin
+
+    def fill_twins(self) -> None:
+        while self.pending_twins:
+            name = self.pending_twins.pop()
+            self.rules[f"{name}~+"] = self.non_empty.of(self.rules[name])
+
+    def compute_nullable(self) -> None:
+        """Which rules match the empty string, from the source (a fixpoint), before lowering."""
+        entries: list[tuple[str, Scope, list[Expr] | None]] = []
+        for scope in self.scopes:
+            for d in self.tables[scope.path].values():
+                if d.kind in (T, INTERNAL, NT):
+                    entries.append((d.qualified, scope, d.bodies))
+            if scope.path:
+                entries.append(("::".join(scope.path), scope, None))
+        changed = True
+        while changed:
+            changed = False
+            for qualified, scope, bodies in entries:
+                if self.null.get(qualified):
+                    continue
+                if bodies is None:
+                    now = self.name_nullable(scope, scope.starts[0][0] if scope.starts else "")
+                else:
+                    now = any(self.expr_nullable(b, scope, qualified, k) for k, b in enumerate(bodies))
+                if now:
+                    self.null[qualified] = True
+                    changed = True
+
+    def name_nullable(self, scope: Scope, name: str) -> bool:
+        d = self.tables[scope.path].get(name)
+        if d is None or d.kind in (EXTERN_TOKEN, EXTERN_GRAMMAR):
+            return False
+        return self.null.get(d.qualified, False)
+
+    def expr_nullable(self, root: Expr, scope: Scope, qualified: str, index: int = 0) -> bool:
+        if isinstance(root, EFa):
+            return self.fa_nullable(root, scope, qualified, index)
+        done: dict[int, bool] = {}
+        stack: list[tuple[Expr, bool]] = [(root, False)]
+        while stack:
+            e, expanded = stack.pop()
+            kids = _children(e)
+            if kids and not expanded:
+                stack.append((e, True))
+                stack.extend((k, False) for k in kids)
+                continue
+            ks = [done[id(k)] for k in kids]
+            if isinstance(e, ELit):
+                r = not e.data
+            elif isinstance(e, ERegex):
+                r = node_nullable(self.regex(e), self.rule_nullable)
+            elif isinstance(e, EEps):
+                r = True
+            elif isinstance(e, ERef):
+                r = self.name_nullable(scope, e.name)
+            elif isinstance(e, (ESeq, EInter)):
+                r = all(ks)
+            elif isinstance(e, EAlt):
+                r = any(ks)
+            elif isinstance(e, ERepeat):
+                r = e.lo == 0 or ks[0]
+            elif isinstance(e, EDiff):
+                r = ks[0] and not any(ks[1:])
+            elif isinstance(e, ESep):
+                absent = [lo == 0 or hi == 0 or k for (_x, lo, hi), k in zip(e.items, ks[1:])]
+                empty_items = [hi != 0 and _is_empty(x) for x, _lo, hi in e.items]
+                r = all(absent) and (not e.at_least_one or any(empty_items))
+            else:
+                r = False
+            done[id(e)] = r
+        return done[id(root)]
+
+    def fa_nullable(self, fa: EFa, scope: Scope, qualified: str, index: int) -> bool:
+        """Whether an accept state is reachable over edges that can match nothing; for an ``nt``
+        FA, records the answer for each of its state rules too."""
+        back: dict[str, list[str]] = {}
+        for src, dst, expr in fa.edges:
+            if self.expr_nullable(expr, scope, qualified):
+                back.setdefault(dst, []).append(src)
+        good = set(fa.accepts)
+        todo = list(good)
+        while todo:
+            for prev in back.get(todo.pop(), ()):
+                if prev not in good:
+                    good.add(prev)
+                    todo.append(prev)
+        prefix = f"{qualified}@" if index == 0 else f"{qualified}@{index + 1}@"
+        for state in good:
+            self.null[prefix + state] = True
+        return fa.start in good
 
     # -- finite automata ------------------------------------------------------------------
 
@@ -404,6 +525,11 @@ class _Lowering:
     def fa_regular(self, fa: EFa, scope: Scope) -> ir.Node:
         edges = [(src, dst, self.node(expr, scope, _T_CTX)) for src, dst, expr in fa.edges]
         return eliminate_states(_fa_states(fa), fa.start, fa.accepts, edges)
+
+
+def _is_empty(e: Expr) -> bool:
+    """An item that is the empty string itself (``eps``, ``""``)."""
+    return isinstance(e, EEps) or (isinstance(e, ELit) and not e.data)
 
 
 def _children(e: Expr) -> list[Expr]:
@@ -426,60 +552,6 @@ def _balanced_intersection(parts: list[ir.Node]) -> ir.Node:
             paired.append(parts[-1])
         parts = paired
     return parts[0]
-
-
-#: Above this many nodes the expansion of ``sep ~ (...)`` uses helper rules (it stays linear).
-SEPARATED_INLINE_LIMIT = 256
-
-
-def _separated(
-    sep: ir.Node,
-    items: list[tuple[ir.Node, int, int | None]],
-    at_least_one: bool,
-    helper_rule: Callable[[ir.Node], ir.Node],
-) -> ir.Node:
-    """``sep ~ (items)``: the present item occurrences in order, ``sep`` between each two.
-
-    The first present occurrence is not preceded by ``sep``; every later one is. Only items up to
-    the first mandatory one can be the first present. Written out, that is quadratic in the number
-    of leading optional items, so long lists share their tails through helper rules.
-    """
-    n = len(items)
-    leading = next((j for j, (_i, lo, _h) in enumerate(items) if lo >= 1), n)
-
-    def later(item: ir.Node, lo: int, hi: int | None) -> ir.Node:  # after something: (sep item){lo,hi}
-        return ir.repeat(ir.seq(sep, item), lo, hi)
-
-    def first(item: ir.Node, lo: int, hi: int | None) -> ir.Node:  # the first present: item (sep item)*
-        return ir.seq(item, later(item, max(lo - 1, 0), None if hi is None else hi - 1))
-
-    if (leading + 1) * n <= SEPARATED_INLINE_LIMIT:
-        choices: list[ir.Node] = []
-        for j, (item, lo, hi) in enumerate(items):
-            if hi == 0:
-                continue  # never present
-            choices.append(ir.seq(first(item, lo, hi), *(later(*rest) for rest in items[j + 1 :])))
-            if lo >= 1:
-                break
-        else:
-            if not at_least_one:
-                choices.append(ir.EMPTY)
-        return ir.alt(*choices)
-    # tail[k]: items k.. after something was present; head[k]: items k.. before anything was
-    tail: ir.Node = ir.EMPTY
-    tails = [tail]
-    for item, lo, hi in reversed(items):
-        tail = helper_rule(ir.seq(later(item, lo, hi), tail))
-        tails.append(tail)
-    tails.reverse()
-    head: ir.Node = ir.NOTHING if at_least_one else ir.EMPTY
-    for k in range(min(leading, n - 1), -1, -1):
-        item, lo, hi = items[k]
-        present = ir.NOTHING if hi == 0 else ir.seq(first(item, lo, hi), tails[k + 1])
-        head = ir.alt(head, present) if lo == 0 else present
-        if k:
-            head = helper_rule(head)
-    return head
 
 
 def _fa_states(fa: EFa) -> list[str]:
@@ -563,9 +635,11 @@ def lower(top: Scope, lexer: Lexer, limits: GrammarLimits) -> Grammar:
     lw.collect()
     if not top.starts:
         raise GrammarError("grammar has no 'start' declaration")
+    lw.compute_nullable()
     lw.lower_terminals()
     lw.lower_ignores()
     lw.check_lexer_groups()
     lw.lower_nonterminals()
+    lw.fill_twins()
     start = lw.top_start()
     return Grammar(lw.ordered_rules(), start, externs=lw.externs, limits=limits)  # type: ignore[arg-type]
