@@ -10,7 +10,7 @@ terminals and ``ir.Lexeme`` differ are listed apart, as strict expected failures
 from __future__ import annotations
 
 import pytest
-from glrmask_oracle import TOKEN_BASE, Oracle, matcher_verdict
+from glrmask_oracle import TOKEN_BASE, VOCAB_SIZE, Oracle, matcher_verdict
 
 from structgen import Grammar, GrammarError, LimitError
 from structgen.grammar import ir
@@ -34,6 +34,22 @@ def check(src: str, cases: dict[str, list], bindings: dict | None = None, oracle
             assert matcher_verdict(grammar, text) == verdict, ("structgen", src, text)
             if oracle is not None:
                 assert oracle.verdict(text) == verdict, ("glrmask", src, text)
+                if isinstance(text, (str, bytes)):
+                    same_masks(grammar, oracle, text.encode() if isinstance(text, str) else text)
+
+
+def same_masks(grammar: Grammar, oracle: Oracle, data: bytes) -> None:
+    """At every prefix of ``data`` that both still allow, the allowed next bytes are the same."""
+    matcher = grammar.matcher()
+    state = oracle.constraint.start()
+    for i, byte in enumerate(data):
+        ours = set(matcher.viable_next_bytes())
+        theirs = {b for b in range(256) if state.mask(size=VOCAB_SIZE)[b]}
+        assert ours == theirs, (data[:i], sorted(ours ^ theirs)[:12])
+        if byte not in ours:
+            return
+        matcher.feed(bytes([byte]))
+        state.commit_token(byte)
 
 
 A, P, R = "accept", "prefix", "reject"
@@ -828,3 +844,4 @@ def test_random_glrm_means_the_same(src: str, inputs: list[str]) -> None:
     oracle = Oracle(src)
     for text in inputs + ["", "a", "b", "ab", "ba", "a b", "a,b"]:
         assert matcher_verdict(grammar, text) == oracle.verdict(text), (src, text)
+        same_masks(grammar, oracle, text.encode())

@@ -14,10 +14,10 @@ import importlib.util
 import re
 
 import pytest
-from glrmask_oracle import TOKEN_BASE, Oracle, matcher_verdict
+from glrmask_oracle import TOKEN_BASE, VOCAB_SIZE, Oracle, matcher_verdict
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_glrm import CASES
+from test_glrm import CASES, same_masks
 
 from structgen import Grammar, GrammarError
 from structgen.grammar import ir
@@ -46,6 +46,8 @@ def same_verdicts(
             assert matcher_verdict(back, pieces) == ours, (text, pieces)
         if oracle is not None:
             assert oracle.verdict(pieces) == ours, (text, pieces, ours)
+            if isinstance(pieces, (str, bytes)):
+                same_masks(grammar, oracle, pieces.encode() if isinstance(pieces, str) else pieces)
     return text
 
 
@@ -385,11 +387,11 @@ def test_grammars_with_greedy_lexemes_mean_the_same_to_glrmask(grammar: Grammar,
 
 HAVE_GBNF = importlib.util.find_spec("structgen.grammar.gbnf") is not None
 LLAMA_SAMPLES = {
-    "arithmetic": ["1+2*3", "(1 + 2) * 3", "1+", "x"],
-    "json": ['{"a": [1, 2.5e3, true, null]}', '{"a" 1}', "[]", '{"a":'],
-    "json_arr": ['[{"a": 1}]', "[1]", "[{}, {}]", "["],
+    "arithmetic": ["1+2*3= 7\n", "(a + 2) * 3= x\n", "1+2=", "1+", "x=1", "1==2\n"],
+    "json": ['{"a": [1, 2.5e3, true, null]}', '{"a" 1}', "[]", '{"a":', '{"\\u00e9": "x"}'],
+    "json_arr": ['[\n{"a": 1}]', "[\n1,\n 2]", "[\n]", "[1]", "["],
     "list": ["- a\n- b\n", "- a", "a\n"],
-    "chess": ["1. e4 e5 2. Nf3 Nc6\n", "1. e4", "e4"],
+    "chess": ["1. e4 e5\n2. Nf3 Nc6\n", "1. e4 e5\n2. O-O Qxd8+\n", "1. e4", "e4"],
     "english": ["Hello world.", "hello", ""],
     "japanese": ["こんにちは", "abc"],
     "c": ["int main(){return 0;}", "int x = 1;", "int"],
@@ -403,6 +405,28 @@ def test_llama_cpp_grammars(name: str, corpora) -> None:  # type: ignore[no-unty
     path = corpora / "llama.cpp" / "grammars" / f"{name}.gbnf"
     grammar = Grammar.from_gbnf(path.read_text(encoding="utf-8"))
     same_verdicts(grammar, LLAMA_SAMPLES[name])
+    same_masks_along_random_walks(grammar, seed=name, walks=2, steps=25)
+
+
+def same_masks_along_random_walks(grammar: Grammar, *, seed: str, walks: int, steps: int) -> None:
+    """Walk random viable bytes; at each step glrmask's mask must be our set of viable bytes."""
+    import random
+
+    rng = random.Random(seed)
+    oracle = Oracle(write_glrm(grammar))
+    for _ in range(walks):
+        matcher = grammar.matcher()
+        state = oracle.constraint.start()
+        for _step in range(steps):
+            ours = set(matcher.viable_next_bytes())
+            theirs = {b for b in range(256) if state.mask(size=VOCAB_SIZE)[b]}
+            assert ours == theirs, (seed, sorted(ours ^ theirs)[:10])
+            if not ours:
+                break
+            printable = sorted(b for b in ours if 0x20 <= b < 0x7F) or sorted(ours)
+            b = rng.choice(printable)
+            assert matcher.feed(bytes([b])) and state.commit_token(b)
+            assert (matcher.is_accepting()) == state.is_accepting()
 
 
 # -- round trips ---------------------------------------------------------------------------------
