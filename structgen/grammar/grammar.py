@@ -219,13 +219,14 @@ class Grammar:
             else:
                 if not isinstance(value, Grammar):
                     raise GrammarError(f"extern {name!r} is a grammar extern; bind it to a Grammar")
+                # the bound grammar's rules and its own unbound externs all move under NAME::
                 prefix = f"{name}::"
-                renamed = {r: f"{prefix}{r}" for r in value.rules}
+                renamed = {r: f"{prefix}{r}" for r in (*value.rules, *value.externs)}
                 for r, body in value.rules.items():
-                    rules[renamed[r]] = rename_refs(body, renamed)
+                    rules[renamed[r]] = _rename_in_bound(body, renamed, value.externs)
                 rules[name] = ir.Ref(renamed[value.start])
                 for ext, ext_kind in value.externs.items():
-                    externs.setdefault(f"{prefix}{ext}", ext_kind)
+                    externs[renamed[ext]] = ext_kind
             del externs[name]
         if token_ids:
             rules = {r: bind_tokens(body, token_ids) for r, body in rules.items()}
@@ -350,6 +351,19 @@ def _transform(node: ir.Node, leaf: Any) -> ir.Node:
 def rename_refs(node: ir.Node, mapping: Mapping[str, str]) -> ir.Node:
     """``node`` with every ``Ref(a)`` replaced by ``Ref(mapping[a])`` where ``a`` is mapped."""
     return _transform(node, lambda n: ir.Ref(mapping[n.name]) if isinstance(n, ir.Ref) and n.name in mapping else n)
+
+
+def _rename_in_bound(node: ir.Node, mapping: Mapping[str, str], externs: Mapping[str, str]) -> ir.Node:
+    """A bound grammar's body: references and its unbound token externs renamed by ``mapping``."""
+
+    def leaf(n: ir.Node) -> ir.Node:
+        if isinstance(n, ir.Ref) and n.name in mapping:
+            return ir.Ref(mapping[n.name])
+        if isinstance(n, ir.Token) and n.name is not None and not n.ids and externs.get(n.name) == "token":
+            return ir.Token(n.ids, mapping[n.name], n.negated)
+        return n
+
+    return _transform(node, leaf)
 
 
 def bind_tokens(node: ir.Node, ids: Mapping[str, tuple[int, ...]]) -> ir.Node:
