@@ -8,7 +8,7 @@ the target where the target is valid, and something valid otherwise.
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -26,7 +26,8 @@ def byte_vocab(*, padding: int = 0) -> Vocab:
 
 
 class ScriptedRuntime:
-    """A :class:`structgen.integrations.Runtime` whose model wants to write ``script``.
+    """A :class:`structgen.integrations.Runtime` whose model wants to write ``script`` (text, or
+    a function of the prompt text).
 
     ``noise`` scales seeded random logits (a function of the prefix, so runs repeat exactly).
     ``on_feed(n)`` is called before each feed with the number of feeds so far (tests raise from it).
@@ -37,7 +38,7 @@ class ScriptedRuntime:
     def __init__(
         self,
         vocab: Vocab,
-        script: str | bytes,
+        script: str | bytes | Callable[[str], str],
         *,
         noise: float = 1.0,
         context_length: int | None = None,
@@ -46,7 +47,9 @@ class ScriptedRuntime:
         on_feed: Any = None,
     ) -> None:
         self._vocab = vocab
-        self.script = script.encode("utf-8") if isinstance(script, str) else script
+        self._script_source = script
+        self.script = b""
+        self._set_script("")
         self.noise = noise
         self._context_length = context_length
         self.overlaps_forward_pass = overlap
@@ -72,10 +75,17 @@ class ScriptedRuntime:
             prompt = "\n".join(f"{m['role']}: {m['content']}" for m in prompt)
         return greedy_encode(self._vocab, prompt.encode("utf-8"))
 
+    def _set_script(self, prompt_text: str) -> None:
+        src = self._script_source
+        if callable(src):
+            src = src(prompt_text)
+        self.script = src.encode("utf-8") if isinstance(src, str) else src
+
     def start(self, prompt_ids: Sequence[int]) -> None:
         self.starts += 1
         self.prompt = list(prompt_ids)
         self.output = []
+        self._set_script(self._vocab.detokenize(self.prompt).decode("utf-8", errors="replace"))
 
     def feed(self, token_ids: Sequence[int]) -> None:
         if self.on_feed is not None:
