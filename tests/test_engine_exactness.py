@@ -66,3 +66,76 @@ def test_schema_like_object(vocab_name: str) -> None:
 def test_greedy_lexemes() -> None:
     vocab = load_vocab("llama-bpe")
     assert _check(lexeme_grammar(), vocab, "abc = 12; x=y; ", every=2) > 3
+
+
+def _byte_token(vocab, b: int) -> int:  # type: ignore[no-untyped-def]
+    return vocab.lookup_text(bytes([b]))[0]
+
+
+@pytest.mark.parametrize("vocab_name", ["llama-bpe", "gemma3"])
+def test_states_inside_a_multibyte_character(vocab_name: str) -> None:
+    """Tokens that split a UTF-8 character: masks in the middle of one are exact too."""
+    vocab = load_vocab(vocab_name)
+    g = json_grammar()
+    c = Constraint.compile(g, vocab)
+    for char in ("é", "☃", "😀"):
+        enc = char.encode()
+        for cut in range(1, len(enc)):
+            prefix = b'["' + enc[:cut]
+            ids = greedy_tokens(vocab, b'["') + [_byte_token(vocab, b) for b in enc[:cut]]
+            st = c.start()
+            assert st.commit_tokens(ids)
+            assert np.array_equal(st.mask(), reference_mask(g, vocab, prefix)), (char, cut)
+
+
+def test_random_reachable_states() -> None:
+    """States reached by sampling allowed tokens at random (whitespace runs, odd tokens)."""
+    vocab = load_vocab("llama-spm")
+    g = json_grammar()
+    c = Constraint.compile(g, vocab)
+    rng = np.random.default_rng(7)
+    for _ in range(3):
+        st = c.start()
+        text = b""
+        for _step in range(int(rng.integers(1, 12))):
+            allowed = np.flatnonzero(st.mask())
+            allowed = allowed[(allowed < vocab.n_tokens) & ~np.isin(allowed, vocab.eos_token_ids)]
+            if allowed.size == 0:
+                break
+            t = int(rng.choice(allowed))
+            assert st.commit_token(t)
+            text += vocab.token_bytes(t)
+        assert np.array_equal(st.mask(), reference_mask(g, vocab, text)), text
+
+
+def test_counted_strings_with_escapes() -> None:
+    """Counted repetitions (maxLength-style strings) take the unit-count path: still exact."""
+    from structgen import Grammar
+    from structgen.grammar import ir
+
+    vocab = load_vocab("llama-bpe")
+    plain = ir.CharClass(((0, 31), (34, 34), (92, 92)), negated=True)
+    escape = ir.seq(ir.lit("\\"), ir.alt(ir.char('"', "\\", "n", "t"), ir.seq(ir.lit("u"), ir.Repeat(ir.char((48, 57), (97, 102)), 4, 4))))
+    unit = ir.alt(plain, escape)
+    g = Grammar(
+        {
+            "root": ir.seq(
+                ir.lit('{"a": "'), ir.Repeat(unit, 2, 9), ir.lit('", "b": "'), ir.Repeat(unit, 0, 30), ir.lit('"}')
+            )
+        }
+    )
+    assert _check(g, vocab, '{"a": "x\\n\\u00e9zz", "b": "Ünïcödé and \\"quotes\\" here"}', every=1) > 10
+
+
+def test_counted_pattern_strings() -> None:
+    """A pattern intersected with length bounds (how schema strings combine them): exact too."""
+    from structgen import Grammar
+    from structgen.grammar import ir
+
+    vocab = load_vocab("llama-bpe")
+    plain = ir.CharClass(((0, 31), (34, 34), (92, 92)), negated=True)
+    word = ir.plus(ir.char((97, 122), (48, 57), " "))
+    g = Grammar(
+        {"root": ir.seq(ir.lit('["'), ir.Intersection(word, ir.Repeat(plain, 3, 20)), ir.lit('"]'))}
+    )
+    assert _check(g, vocab, '["hello world 42"]', every=1) > 4

@@ -9,8 +9,16 @@
 * :mod:`.masks` - the packed int32 bitmask layout and helpers to apply masks to logits.
 """
 
-from .constraint import Constraint, State
+from .constraint import Constraint, State, fill_bitmasks
 from .limits import EngineLimits
 from .masks import allocate_bitmask, apply_mask_numpy, apply_mask_torch
 
-__all__ = ["Constraint", "EngineLimits", "State", "allocate_bitmask", "apply_mask_numpy", "apply_mask_torch"]
+__all__ = [
+    "Constraint",
+    "EngineLimits",
+    "State",
+    "allocate_bitmask",
+    "apply_mask_numpy",
+    "apply_mask_torch",
+    "fill_bitmasks",
+]

@@ -17,7 +17,21 @@ from __future__ import annotations
 
 from ..errors import LimitError
 from .machines import Machines, call_symbol, is_call, symbol_index
-from .terms import ALT_K, EMPTY, FULL_MASK, HAS_POSS, HAS_SYM, LA_END, LA_TOKEN, NOTHING, REPEAT_K, SEQ_K, SYM_K, TermStore, refine
+from .terms import (
+    ALT_K,
+    EMPTY,
+    FULL_MASK,
+    HAS_POSS,
+    HAS_SYM,
+    LA_END,
+    LA_TOKEN,
+    NOTHING,
+    REPEAT_K,
+    SEQ_K,
+    SYM_K,
+    TermStore,
+    refine,
+)
 
 DEAD = 0
 

@@ -10,6 +10,7 @@ from a dictionary.
 
 from __future__ import annotations
 
+import threading
 from typing import TYPE_CHECKING, Iterable, Sequence
 
 import numpy as np
@@ -18,6 +19,15 @@ from ..errors import ConstraintError, GrammarError, LimitError
 from ..grammar import ir
 from ..grammar.grammar import Grammar
 from .configs import DEAD, ConfigSystem
+from .counters import (
+    CountedHead,
+    UnitCounts,
+    count_units,
+    counted_head,
+    filter_ids,
+    unit_automaton,
+)
+from .deep import deep_recursion
 from .limits import DEFAULT_ENGINE_LIMITS, EngineLimits
 from .machines import Machines, build_machines, token_symbol
 from .masks import pack_ids, unpack, words_for
@@ -54,6 +64,12 @@ class Constraint:
         self._commits: dict[tuple[int, int], int] = {}
         self._atom_steps: dict[tuple[int, int], int] = {}
         self._text_index: dict[bytes, int] | None = None
+        # requests may share a constraint across threads: computing (not reading) takes the lock
+        self._lock = threading.RLock()
+        self._after_cache: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._counted: dict[int, tuple[CountedHead, UnitCounts, int] | None] = {}
+        self._units: dict[int, UnitCounts | None] = {}
+        self._base_ids: dict[int, np.ndarray] = {}
 
     # -- construction ---------------------------------------------------------------------------
 
@@ -125,7 +141,17 @@ class Constraint:
         m = self._masks.get(cid)
         if m is not None:
             return m
-        ids = self._table.walk(cid, self._trie)
+        with self._lock:
+            return self._compute_mask(cid)
+
+    @deep_recursion
+    def _compute_mask(self, cid: int) -> np.ndarray:
+        m = self._masks.get(cid)
+        if m is not None:
+            return m
+        ids = self._counted_ids(cid)
+        if ids is None:
+            ids = self._table.walk(cid, self._trie)
         extra = []
         if len(self._eos) and self._system.accepting(cid):
             extra.append(self._eos)
@@ -146,12 +172,96 @@ class Constraint:
         self._masks[cid] = words
         return words
 
+    def shortest(self, cid: int) -> int | None:
+        """Bytes in the shortest completion from ``cid`` (an upper bound on the tokens it needs)."""
+        return self._system.shortest(cid)
+
+    def _after(self, cid: int) -> tuple[np.ndarray, np.ndarray]:
+        """Allowed token ids of ``cid`` and, for each, the bytes its shortest completion needs."""
+        r = self._after_cache.get(cid)
+        if r is not None:
+            return r
+        with self._lock:
+            return self._compute_after(cid)
+
+    @deep_recursion
+    def _compute_after(self, cid: int) -> tuple[np.ndarray, np.ndarray]:
+        r = self._after_cache.get(cid)
+        if r is None:
+            ids, ends, slack = self._table.walk_ends(cid, self._trie)
+            uniq, inverse = np.unique(ends, return_inverse=True)
+            short = np.asarray([self._shortest_or_big(int(u)) for u in uniq], dtype=np.int64)
+            need = short[inverse] + slack if ids.size else np.zeros(0, dtype=np.int64)
+            extra_ids, extra_need = [], []
+            for k, (aids, negated) in enumerate(self._atom_ids):
+                nxt = self._atom_step(cid, k)
+                if nxt != DEAD and not negated:
+                    extra_ids.append(aids)
+                    extra_need.append(np.full(aids.size, self._shortest_or_big(nxt)))
+            if extra_ids:
+                ids = np.concatenate([ids.astype(np.int64)] + extra_ids)
+                need = np.concatenate([need] + extra_need)
+            r = (ids.astype(np.int64), need)
+            if len(self._after_cache) >= self.limits.max_cached_masks:
+                self._after_cache.pop(next(iter(self._after_cache)))
+            self._after_cache[cid] = r
+        return r
+
+    def _shortest_or_big(self, cid: int) -> int:
+        v = self._system.shortest(cid)
+        return 1 << 40 if v is None else v
+
+    def mask_words_within(self, cid: int, budget: int) -> np.ndarray:
+        """The mask of ``cid`` keeping only tokens after which the grammar can still close within
+        ``budget`` tokens in all (the token itself and the final end-of-sequence included)."""
+        ids, need = self._after(cid)
+        keep = ids[need <= budget - 2]
+        if budget >= 1 and self._system.accepting(cid) and len(self._eos):
+            keep = np.concatenate([keep, self._eos])
+        return pack_ids(keep, self._width)
+
+    def _counted_ids(self, cid: int) -> np.ndarray | None:
+        """Text tokens allowed at ``cid`` if it sits in a counted repetition (see counters.py)."""
+        entry = self._counted.get(cid, False)
+        if entry is False:
+            entry = None
+            stacks = self._system.configs[cid]
+            if len(stacks) == 1:
+                sid = stacks[0]
+                head = counted_head(self._machines.store, self._system.stack_top[sid])
+                if head is not None:
+                    counts = self._unit_counts(head.unit)
+                    if counts is not None:
+                        top = head.unbounded(self._machines.store)
+                        base = self._system.config([self._system.stack(self._system.stack_parent[sid], top)])
+                        entry = (head, counts, base)
+            self._counted[cid] = entry
+        if entry is None:
+            return None
+        head, counts, base = entry
+        base_ids = self._base_ids.get(base)
+        if base_ids is None:
+            base_ids = self._base_ids[base] = self._table.walk(base, self._trie)
+        return filter_ids(base_ids, counts, head)
+
+    def _unit_counts(self, unit: int) -> UnitCounts | None:
+        if unit not in self._units:
+            table = unit_automaton(self._machines.store, unit)
+            self._units[unit] = None if table is None else count_units(table, self._trie)
+        return self._units[unit]
+
     def commit(self, cid: int, token_id: int) -> int:
         """The configuration after ``token_id`` (DEAD if the token is not allowed)."""
         key = (cid, token_id)
         r = self._commits.get(key)
         if r is not None:
             return r
+        with self._lock:
+            return self._compute_commit(cid, token_id)
+
+    @deep_recursion
+    def _compute_commit(self, cid: int, token_id: int) -> int:
+        key = (cid, token_id)
         vocab = self.vocab
         target = DEAD
         if token_id < vocab.n_tokens and vocab.is_text[token_id]:
@@ -168,6 +278,12 @@ class Constraint:
         self._commits[key] = target
         return target
 
+    def row(self, cid: int) -> np.ndarray:
+        """The full byte-transition row of ``cid`` (computed where missing)."""
+        with self._lock:
+            self._table.loop_sets(np.asarray([cid]))  # fills the whole row
+            return self._table.rows[cid].copy()
+
     def precompute(self, max_configs: int) -> int:
         """Explore configurations reachable from the start (breadth first, up to ``max_configs``)
         and build their masks; returns how many were built."""
@@ -177,8 +293,7 @@ class Constraint:
             nxt = []
             for cid in frontier:
                 self.mask_words(cid)
-                self._table.loop_sets(np.asarray([cid]))  # fills the whole row
-                targets = set(self._table.rows[cid].tolist())
+                targets = set(self.row(cid).tolist())
                 targets |= {self._atom_step(cid, k) for k in range(len(self._atom_ids))}
                 for t in targets:
                     if t != DEAD and t not in seen and len(seen) < max_configs:
@@ -188,6 +303,21 @@ class Constraint:
         for cid in frontier:
             self.mask_words(cid)
         return len(seen)
+
+    # -- saving ---------------------------------------------------------------------------------
+
+    def save(self) -> bytes:
+        """A versioned, pickle-free blob of this constraint and everything computed so far."""
+        from .artifact import save_constraint
+
+        return save_constraint(self)
+
+    @classmethod
+    def load(cls, blob: bytes, vocab: Vocab) -> Constraint:
+        """A constraint saved with :meth:`save`; refuses a different vocabulary."""
+        from .artifact import load_constraint
+
+        return load_constraint(blob, vocab)
 
     # -- statistics -----------------------------------------------------------------------------
 
@@ -234,25 +364,43 @@ class State:
             return True
         return not self._c.mask_words(self.config).any()
 
-    def mask_words(self) -> np.ndarray:
-        """The packed int32 mask (read-only; see :func:`fill_bitmask` to write into a batch)."""
+    def mask_words(self, budget: int | None = None) -> np.ndarray:
+        """The packed int32 mask (read-only; see :meth:`fill_bitmask` to write into a batch).
+
+        With ``budget`` (tokens that may still be generated, the end-of-sequence token included),
+        only tokens after which the grammar can still be closed within the budget are allowed,
+        so that generation always ends with a complete sentence.
+        """
         if self._terminated[-1]:
             return np.zeros(self._c._words, dtype=np.int32)
+        if budget is not None:
+            if budget < 1:
+                raise ConstraintError("the token budget must be at least 1 (the end-of-sequence token)")
+            return self._c.mask_words_within(self.config, budget)
         return self._c.mask_words(self.config)
 
-    def mask(self) -> np.ndarray:
+    def mask(self, budget: int | None = None) -> np.ndarray:
         """A fresh bool array of the model's logit width: True where the token is allowed."""
-        return unpack(self.mask_words(), self._c._width)
+        return unpack(self.mask_words(budget), self._c._width)
+
+    def shortest_completion(self) -> int | None:
+        """Bytes in the shortest way to finish the sentence from here (None if there is none).
+
+        Every byte has a single-byte token in byte-level and byte-fallback vocabularies, so this
+        bounds the tokens needed."""
+        if self._terminated[-1]:
+            return 0
+        return self._c.shortest(self.config)
 
     def allowed_token_ids(self) -> np.ndarray:
         return np.flatnonzero(self.mask())
 
-    def fill_bitmask(self, out: np.ndarray, row: int = 0) -> None:
+    def fill_bitmask(self, out: np.ndarray, row: int = 0, budget: int | None = None) -> None:
         """Write the packed mask into ``out[row]`` (``out`` is int32, ``(batch, words)`` or ``(words,)``)."""
         target = out if out.ndim == 1 else out[row]
         if target.shape[-1] < self._c._words:
             raise ConstraintError(f"bitmask row has {target.shape[-1]} words, {self._c._words} needed")
-        np.copyto(target[: self._c._words], self.mask_words())
+        np.copyto(target[: self._c._words], self.mask_words(budget))
 
     def is_allowed(self, token_id: int) -> bool:
         self._check_id(token_id)
@@ -311,8 +459,7 @@ class State:
         while len(out) < limit:
             if c.accepting(cid) or any(c._atom_step(cid, k) != DEAD for k in range(len(c._atom_ids))):
                 break
-            c._table.loop_sets(np.asarray([cid]))  # fills the row
-            row = c._table.rows[cid]
+            row = c.row(cid)
             live = np.flatnonzero(row != DEAD)
             if live.size != 1:
                 break
@@ -374,3 +521,11 @@ def _some_token_extends(c: Constraint, suffix: bytes) -> bool:
         start = int(trie.child_start[k][node])
         level_nodes = np.arange(start, start + int(trie.child_count[k][node]))
     return False
+
+
+def fill_bitmasks(states: Sequence[State], out: np.ndarray, budgets: Sequence[int | None] | None = None) -> None:
+    """Fill row ``i`` of ``out`` with the mask of ``states[i]`` (a batch of requests)."""
+    if out.ndim != 2 or out.shape[0] < len(states):
+        raise ConstraintError(f"bitmask array of shape {out.shape} cannot hold {len(states)} rows")
+    for i, st in enumerate(states):
+        st.fill_bitmask(out, i, None if budgets is None else budgets[i])

@@ -12,13 +12,13 @@ call itself, directly or not, before reading anything) is refused.
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, field
 
 from ..errors import GrammarError, LimitError
 from ..grammar import ir
 from ..grammar.grammar import Grammar
 from ..grammar.utf8 import class_sequences, mask_of, mask_of_ranges
+from .deep import deep_recursion
 from .terms import ALT_K, NOTHING, REPEAT_K, SEQ_K, SYM_K, TermStore
 
 SYMBOL_BASE = 512
@@ -123,9 +123,12 @@ def build_machines(grammar: Grammar, store: TermStore | None = None) -> Machines
     """Lower ``grammar`` to machines, trimming unproductive ones and refusing left recursion."""
     if grammar.externs:
         raise GrammarError(f"unbound externs {sorted(grammar.externs)}; bind them before compiling")
-    old_limit = sys.getrecursionlimit()
+    return _build(grammar, store)
+
+
+@deep_recursion
+def _build(grammar: Grammar, store: TermStore | None) -> Machines:
     try:
-        sys.setrecursionlimit(max(old_limit, 20_000))
         dead: frozenset[str] = frozenset()
         while True:
             store = TermStore() if store is None or dead else store
@@ -138,8 +141,6 @@ def build_machines(grammar: Grammar, store: TermStore | None = None) -> Machines
             dead = dead | newly_dead
     except RecursionError:
         raise LimitError("grammar nested too deeply for the engine", limit="max_nesting") from None
-    finally:
-        sys.setrecursionlimit(old_limit)
     m = Machines(store, list(low.machine_names), bodies, 0, list(low.atoms))
     m.nullable = _machine_nullable(store, bodies)
     _refuse_left_recursion(store, m)

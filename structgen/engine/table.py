@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..grammar.utf8 import utf8_sequences
+from .arrays import mask_to_bools, ranges
 from .configs import DEAD, ConfigSystem
 from .token_trie import TokenTrie
 
@@ -64,7 +65,7 @@ class TransitionTable:
         masks = self._classes.get(cid)
         if masks is None:
             parts = self.system.byte_classes(cid)
-            masks = [_bits(p) for p in parts] if parts is not None else []
+            masks = [mask_to_bools(p) for p in parts] if parts is not None else []
             self._classes[cid] = masks
         return masks
 
@@ -139,9 +140,20 @@ class TransitionTable:
         A node whose configuration loops on every byte below it accepts its whole subtree at
         once (string bodies, digit runs): the walk never descends into it.
         """
+        return self.walk_ends(cid, trie, with_ends=False)[0]
+
+    def walk_ends(
+        self, cid: int, trie: TokenTrie, *, with_ends: bool = True
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Like :meth:`walk`, also giving each token's end configuration and a slack in bytes:
+        tokens accepted in bulk under a multi-byte-character loop may end inside a character,
+        up to 3 bytes short of the loop configuration they are reported with."""
+        empty = np.zeros(0, dtype=np.int32)
         if trie.depth == 0 or cid == DEAD:
-            return np.zeros(0, dtype=np.int32)
+            return empty, empty, empty
         pieces: list[np.ndarray] = []
+        end_pieces: list[np.ndarray] = []
+        slack_pieces: list[np.ndarray] = []
         nodes = np.arange(trie.level_byte[0].size, dtype=np.int64)
         parent_states = np.full(nodes.size, cid, dtype=np.int32)
         states = self.gather(parent_states, trie.level_byte[0])
@@ -167,9 +179,16 @@ class TransitionTable:
                 utf8 = np.asarray([self.utf8_loop(int(u)) for u in uniq])[inverse]
                 more = ~bulk[cand] & utf8 & trie.utf8_below[k][nodes[cand]] & ~outside[:, :2].any(axis=1)
                 bulk[cand] |= more
+                if with_ends:
+                    slack = np.zeros(nodes.size, dtype=np.int32)
+                    slack[cand[more]] = 3
             if bulk.any():
                 starts = trie.run_start[k][nodes[bulk]]
-                pieces.append(_ranges(starts, trie.run_end[k][nodes[bulk]] - starts))
+                counts = trie.run_end[k][nodes[bulk]] - starts
+                pieces.append(ranges(starts, counts))
+                if with_ends:
+                    end_pieces.append(np.repeat(states[bulk], counts))
+                    slack_pieces.append(np.repeat(slack[bulk], counts))
                 keep = ~bulk
                 nodes = nodes[keep]
                 states = states[keep]
@@ -178,7 +197,10 @@ class TransitionTable:
             tc = trie.tok_count[k][nodes]
             ends = tc > 0
             if ends.any():
-                pieces.append(_ranges(trie.tok_start[k][nodes[ends]], tc[ends]))
+                pieces.append(ranges(trie.tok_start[k][nodes[ends]], tc[ends]))
+                if with_ends:
+                    end_pieces.append(np.repeat(states[ends], tc[ends]))
+                    slack_pieces.append(np.zeros(int(tc[ends].sum()), dtype=np.int32))
             if k + 1 == trie.depth:
                 break
             counts = trie.child_count[k][nodes]
@@ -187,23 +209,12 @@ class TransitionTable:
                 break
             counts = counts[has]
             starts = trie.child_start[k][nodes[has]]
-            nodes = _ranges(starts, counts)
+            nodes = ranges(starts, counts)
             parent_states = np.repeat(states[has], counts)
             states = self.gather(parent_states, trie.level_byte[k + 1][nodes])
         if not pieces:
-            return np.zeros(0, dtype=np.int32)
-        return trie.sorted_ids[np.concatenate(pieces)]
-
-
-def _bits(mask: int) -> np.ndarray:
-    """A 256-bit Python int as a bool array."""
-    return np.unpackbits(np.frombuffer(mask.to_bytes(32, "little"), dtype=np.uint8), bitorder="little").astype(bool)
-
-
-def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Concatenation of ``arange(s, s + c)`` for each pair, without a Python loop."""
-    total = int(counts.sum())
-    if total == 0:
-        return np.zeros(0, dtype=np.int64)
-    offsets = np.cumsum(counts) - counts
-    return np.repeat(starts - offsets, counts) + np.arange(total, dtype=np.int64)
+            return empty, empty, empty
+        ids = trie.sorted_ids[np.concatenate(pieces)]
+        if not with_ends:
+            return ids, empty, empty
+        return ids, np.concatenate(end_pieces), np.concatenate(slack_pieces)

@@ -74,75 +74,78 @@ class TokenTrie:
 
 def build_token_trie(tokens: Sequence[bytes | None], is_text: np.ndarray) -> TokenTrie:
     """Build the trie of the text tokens (``is_text[i]`` and non-empty ``tokens[i]``)."""
-    ids = [i for i in range(len(tokens)) if is_text[i] and tokens[i]]
-    ids.sort(key=lambda i: tokens[i])  # type: ignore[arg-type, return-value]
+    lengths = np.asarray([len(t) if t else 0 for t in tokens], dtype=np.int64)
+    offsets = np.zeros(len(tokens) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    buffer = np.frombuffer(b"".join(t or b"" for t in tokens), dtype=np.uint8)
+    return build_token_trie_from_buffer(buffer, offsets, np.asarray(is_text, dtype=bool))
+
+
+def build_token_trie_from_buffer(buffer: np.ndarray, offsets: np.ndarray, is_text: np.ndarray) -> TokenTrie:
+    """Build the trie from a vocabulary's concatenated token bytes and their offsets."""
+    all_lengths = np.diff(offsets)
+    n_all = all_lengths.size
+    candidates = np.flatnonzero(is_text[:n_all] & (all_lengths > 0))
+    raw = buffer.tobytes()
+    starts_all = offsets.tolist()
+    ids = sorted(candidates.tolist(), key=lambda i: raw[starts_all[i] : starts_all[i + 1]])
     n = len(ids)
     sorted_ids = np.asarray(ids, dtype=np.int32)
     if n == 0:
-        return TokenTrie(len(tokens), (), (), (), (), (), (), (), (), (), sorted_ids)
-    lengths = np.fromiter((len(tokens[i]) for i in ids), dtype=np.int64, count=n)  # type: ignore[arg-type]
+        return TokenTrie(n_all, (), (), (), (), (), (), (), (), (), sorted_ids)
+    lengths = all_lengths[sorted_ids]
     width = int(lengths.max())
-    joined = b"".join(tokens[i] for i in ids)  # type: ignore[misc]
-    flat = np.frombuffer(joined, dtype=np.uint8)
-    offsets = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    # padded byte matrix, one row per sorted token
-    padded = np.zeros((n, width), dtype=np.int16) - 1
+    # padded byte matrix, one row per sorted token, -1 past the end
+    padded = np.full((n, width), -1, dtype=np.int16)
     row = np.repeat(np.arange(n), lengths)
-    col = np.arange(flat.size) - np.repeat(offsets[:-1], lengths)
-    padded[row, col] = flat
+    col = np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    padded[row, col] = buffer[np.repeat(offsets[sorted_ids], lengths) + col]
     # lcp[i] = longest common prefix of token i-1 and token i (0 for i == 0)
     lcp = np.zeros(n, dtype=np.int64)
     if n > 1:
-        same = padded[1:] == padded[:-1]
-        same &= padded[1:] >= 0
-        lcp[1:] = np.cumprod(same, axis=1, dtype=np.int8).sum(axis=1)
+        differ = padded[1:] != padded[:-1]
+        differ |= padded[1:] < 0
+        lcp[1:] = np.argmax(np.concatenate([differ, np.ones((n - 1, 1), dtype=bool)], axis=1), axis=1)
 
     wf = _well_formed_suffixes(padded, lengths)
     level_byte, child_start, child_count, tok_start, tok_count = [], [], [], [], []
     run_start, run_end, utf8_below = [], [], []
-    prev_node_of_token: np.ndarray | None = None
+    node_prev = np.zeros(n, dtype=np.int64)  # each token's node at the previous level
     prev_n_nodes = 1
+    alive = np.arange(n)  # tokens longer than k, in sorted order
     for k in range(width):
-        has = lengths > k
-        starts_node = has & (lcp <= k)
-        node_of_token = np.cumsum(starts_node) - 1  # valid where has
-        first_tokens = np.nonzero(starts_node)[0]
+        alive = alive[lengths[alive] > k]
+        # tokens sharing a (k+1)-byte prefix are contiguous: a node starts where the prefix changes
+        starts_node = lcp[alive] <= k
+        node_of_alive = np.cumsum(starts_node) - 1
+        first_tokens = alive[starts_node]
         n_nodes = first_tokens.size
         level_byte.append(padded[first_tokens, k].astype(np.uint8))
         # children of the previous level's nodes
-        parents = np.zeros(n_nodes, dtype=np.int64) if prev_node_of_token is None else prev_node_of_token[first_tokens]
+        parents = node_prev[first_tokens] if k else np.zeros(n_nodes, dtype=np.int64)
         counts = np.bincount(parents, minlength=prev_n_nodes).astype(np.int32)
         cstart = np.zeros(prev_n_nodes, dtype=np.int64)
         np.cumsum(counts[:-1], out=cstart[1:])
         if k > 0:
             child_start.append(cstart)
             child_count.append(counts)
-        else:
-            root_children = n_nodes  # the root's children are the whole first level
-            assert counts.sum() == root_children
-        # tokens ending at each node of this level
-        ends = np.nonzero(lengths == k + 1)[0]
-        end_nodes = node_of_token[ends]
+        # tokens ending at each node of this level (contiguous in sorted order)
+        ending = lengths[alive] == k + 1
+        end_nodes = node_of_alive[ending]
         tc = np.bincount(end_nodes, minlength=n_nodes).astype(np.int32)
-        ts = np.full(n_nodes, 0, dtype=np.int64)
-        if ends.size:
-            # sorted order puts a node's ending tokens together; record where they start
-            first_end = np.full(n_nodes, -1, dtype=np.int64)
+        ts = np.zeros(n_nodes, dtype=np.int64)
+        if end_nodes.size:
             uniq, idx = np.unique(end_nodes, return_index=True)
-            first_end[uniq] = ends[idx]
-            ts = np.where(first_end >= 0, first_end, 0)
+            ts[uniq] = alive[ending][idx]
         tok_start.append(ts)
         tok_count.append(tc)
         # each node's subtree is a contiguous run of sorted tokens
-        idx_has = np.nonzero(has)[0]
-        nodes_has = node_of_token[idx_has]
-        last = np.r_[np.nonzero(np.diff(nodes_has))[0], nodes_has.size - 1]
+        last = np.r_[np.flatnonzero(np.diff(node_of_alive)), node_of_alive.size - 1]
         run_start.append(first_tokens.astype(np.int64))
-        run_end.append(idx_has[last].astype(np.int64) + 1)
+        run_end.append(alive[last].astype(np.int64) + 1)
         group_starts = np.r_[0, last[:-1] + 1]
-        utf8_below.append(np.minimum.reduceat(wf[idx_has, k + 1], group_starts).astype(bool))
-        prev_node_of_token = np.where(has, node_of_token, -1)
+        utf8_below.append(np.minimum.reduceat(wf[alive, k + 1], group_starts).astype(bool))
+        node_prev[alive] = node_of_alive
         prev_n_nodes = n_nodes
     # the last level has no children
     child_start.append(np.zeros(prev_n_nodes, dtype=np.int64))
@@ -162,7 +165,7 @@ def build_token_trie(tokens: Sequence[bytes | None], is_text: np.ndarray) -> Tok
             out[has] = np.bitwise_or.reduceat(own, child_start[k][has], axis=0)
         below[k] = out
     return TokenTrie(
-        len(tokens),
+        n_all,
         tuple(level_byte),
         tuple(child_start),
         tuple(child_count),
@@ -180,34 +183,40 @@ def _well_formed_suffixes(padded: np.ndarray, lengths: np.ndarray) -> np.ndarray
     """``wf[i, j]``: bytes ``j..`` of token ``i`` are well-formed UTF-8 (complete characters, the
     last possibly cut short); one column per position plus one for the empty suffix."""
     n, width = padded.shape
-    wf = np.ones((n, width + 1), dtype=bool)
-    order = np.argsort(-lengths, kind="stable")  # longest first: column j touches a prefix
-    counts = np.bincount(lengths, minlength=width + 1)
-    longer = n - np.cumsum(counts)  # longer[j] = tokens with length > j
-    b = padded[order].astype(np.int32)
+    # work in order of decreasing length, so that column j concerns a prefix of the rows
+    order = np.argsort(-lengths, kind="stable")
+    longer = n - np.cumsum(np.bincount(lengths, minlength=width + 1))  # tokens longer than j
+    b = padded[order]
+    ws = np.ones((n, width + 1), dtype=bool)
     for j in range(width - 1, -1, -1):
         m = int(longer[j])
         if m == 0:
             continue
         c = b[:m, j]
-        res = np.where(c < 0x80, wf[order[:m], j + 1], False)
-        for lo, hi, length, s_lo, s_hi in _LEADS:
-            rows = np.flatnonzero((c >= lo) & (c <= hi))
-            if rows.size == 0:
-                continue
-            good = np.ones(rows.size, dtype=bool)
-            ended = np.zeros(rows.size, dtype=bool)
-            for t in range(1, length):
-                if j + t >= width:
-                    ended[:] = True
-                    break
-                bt = b[rows, j + t]
-                ended |= bt < 0
-                lo_t, hi_t = (s_lo, s_hi) if t == 1 else (0x80, 0xBF)
-                good &= ended | ((bt >= lo_t) & (bt <= hi_t))
-            tail = wf[order[rows], j + length] if j + length <= width else np.ones(rows.size, dtype=bool)
-            res[rows] = good & (ended | tail)
-        wf[order[:m], j] = res
+        res = (c < 0x80) & ws[:m, j + 1]
+        high = np.flatnonzero(c >= 0xC2)
+        if high.size:
+            ch = c[high]
+            for lo, hi, length, s_lo, s_hi in _LEADS:
+                sel = (ch >= lo) & (ch <= hi)
+                if not sel.any():
+                    continue
+                rows = high[sel]
+                good = np.ones(rows.size, dtype=bool)
+                ended = np.zeros(rows.size, dtype=bool)
+                for t in range(1, length):
+                    if j + t >= width:
+                        ended[:] = True
+                        break
+                    bt = b[rows, j + t]
+                    ended |= bt < 0
+                    lo_t, hi_t = (s_lo, s_hi) if t == 1 else (0x80, 0xBF)
+                    good &= ended | ((bt >= lo_t) & (bt <= hi_t))
+                tail = ws[rows, j + length] if j + length <= width else True
+                res[rows] = good & (ended | tail)
+        ws[:m, j] = res
+    wf = np.empty_like(ws)
+    wf[order] = ws
     return wf
 
 

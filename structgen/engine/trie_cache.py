@@ -7,21 +7,18 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .token_trie import TokenTrie, build_token_trie
+from .token_trie import TokenTrie, build_token_trie_from_buffer
 
 if TYPE_CHECKING:
     from ..vocab import Vocab
 
-TRIE_CACHE_KEY = "engine-token-trie-v3"
+TRIE_CACHE_KEY = "engine-token-trie-v4"
 _memory: dict[str, TokenTrie] = {}
 _lock = threading.Lock()
 
 
 def _build(vocab: Vocab) -> TokenTrie:
-    buf = vocab.buffer.tobytes()
-    off = vocab.offsets.tolist()
-    tokens = [buf[off[i] : off[i + 1]] for i in range(vocab.n_tokens)]
-    return build_token_trie(tokens, np.asarray(vocab.is_text))
+    return build_token_trie_from_buffer(vocab.buffer, vocab.offsets, np.asarray(vocab.is_text))
 
 
 def token_trie_for(vocab: Vocab) -> TokenTrie:

@@ -8,7 +8,8 @@ text dialects live in their own modules and are reached through the classmethods
 from __future__ import annotations
 
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Iterable, Literal as Lit, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import Literal as Lit
 
 from ..errors import GrammarError
 from ..limits import DEFAULT_GRAMMAR_LIMITS, GrammarLimits
@@ -247,17 +248,20 @@ class Grammar:
         return parse_glrm(text, limits=limits)
 
     @classmethod
-    def from_regex(cls, pattern: str, *, flavor: str = "ecma", search: bool | None = None) -> Grammar:
-        """A grammar for a regular expression.
+    def from_regex(
+        cls, pattern: str, *, flavor: str = "ecma", search: bool | None = None, flags: str = ""
+    ) -> Grammar:
+        """A grammar for a regular expression (see ``docs/regex.md``).
 
         ``flavor="ecma"`` reads the ECMA-262 subset JSON Schema ``pattern`` uses; an unanchored
         pattern matches anywhere in the text (``search`` defaults to JSON Schema's rule:
-        unanchored sides are open). ``flavor="glrm"`` reads the Rust-regex forms GLRM uses, which
-        describe a whole lexeme.
+        unanchored sides are open). ``flavor="glrm"`` (``/.../``) and ``"glrm-bytes"``
+        (``b/.../``) read the Rust-regex forms GLRM uses, which describe a whole lexeme; ``flags``
+        takes the letters GLRM writes after the closing slash (``i s x u``).
         """
         from .regex import regex_to_node
 
-        return cls({"root": regex_to_node(pattern, flavor=flavor, search=search)}, "root")
+        return cls({"root": regex_to_node(pattern, flavor=flavor, search=search, flags=flags)}, "root")
 
     @classmethod
     def from_json_schema(cls, schema: Any, **options: Any) -> Grammar:

@@ -382,13 +382,19 @@ def seq(*items: Node) -> Node:
             return NOTHING
         else:
             out.append(it)
-    # merge adjacent literals: "a" "b" means the same as "ab"
+    # merge runs of adjacent literals ("a" "b" means "ab"), joining each run once (linear)
     merged: list[Node] = []
+    run: list[bytes] = []
     for it in out:
-        if merged and isinstance(it, Literal) and isinstance(merged[-1], Literal):
-            merged[-1] = Literal(merged[-1].data + it.data)  # type: ignore[union-attr]
-        else:
-            merged.append(it)
+        if isinstance(it, Literal):
+            run.append(it.data)
+            continue
+        if run:
+            merged.append(Literal(b"".join(run)))
+            run = []
+        merged.append(it)
+    if run:
+        merged.append(Literal(b"".join(run)))
     return merged[0] if len(merged) == 1 else Seq(tuple(merged))
 
 

@@ -1,0 +1,187 @@
+"""Masks of counted repetitions without a full vocabulary walk.
+
+Inside ``x{lo,hi}`` (a string with ``minLength``/``maxLength``, a digit count...) every count is
+its own configuration, and without loops the token walk cannot accept subtrees in bulk: each
+count would cost a full walk. But when the repeated unit ``x`` is *prefix-free* (no unit is a
+proper prefix of another) and what follows cannot start like ``x`` (the exit is deterministic),
+the mask at count ``i`` is the mask of the same position with an unbounded repetition, filtered
+by how many units each token uses:
+
+* a token that stays inside the repetition is allowed iff its units (a unit cut off at the end of
+  the token counts) fit in the ``hi - i`` left;
+* a token that leaves it is allowed iff it leaves after a number of units between what is still
+  required and what is left - the rest of the token is checked by the unbounded mask.
+
+The units of every token are found once per (unit, vocabulary) by a walk of the token trie through
+the unit's small automaton; each counted configuration then costs a few vectorised numpy
+operations.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .arrays import mask_to_bools, ranges
+from .terms import AND_K, HAS_POSS, HAS_SETOP, HAS_SYM, NOTHING, REPEAT_K, SEQ_K, TermStore
+from .token_trie import TokenTrie
+
+#: Largest unit automaton this optimisation handles; bigger units use the ordinary walk.
+MAX_UNIT_STATES = 512
+
+
+@dataclass(frozen=True)
+class CountedHead:
+    """A configuration whose top term is ``x{lo,hi}`` (or ``other & x{lo,hi}``, a pattern with
+    length bounds) followed by ``rest``."""
+
+    unit: int
+    lo: int
+    hi: int | None
+    rest: int
+    other: int | None = None
+
+    def unbounded(self, store: TermStore) -> int:
+        """The same top term with the count lifted: its mask is the superset to filter."""
+        loop = store.repeat(self.unit, 0, None)
+        if self.other is not None:
+            loop = store.and_(self.other, loop)
+        return store.seq(loop, self.rest)
+
+
+def counted_head(store: TermStore, top: int) -> CountedHead | None:
+    """Recognise a counted repetition at the head of ``top`` that this module can handle."""
+    if store.kind[top] == SEQ_K:
+        head, rest = store.a[top], store.b[top]
+    else:
+        head, rest = top, 1  # EMPTY
+    other = None
+    if store.kind[head] == AND_K:
+        # a pattern intersected with length bounds: count the units, let the pattern loop
+        a, b = store.a[head], store.b[head]
+        if store.kind[b] == REPEAT_K:  # type: ignore[index]
+            other, head = a, b  # type: ignore[assignment]
+        elif store.kind[a] == REPEAT_K:
+            other, head = b, a  # type: ignore[assignment]
+        else:
+            return None
+        if store.flags[other] & (HAS_POSS | HAS_SYM):  # type: ignore[index]
+            return None
+    if store.kind[head] != REPEAT_K:
+        return None
+    lo, hi = store.b[head]  # type: ignore[misc]
+    if hi is None and lo <= 1 and other is None:
+        return None  # an unbounded loop: the ordinary walk accepts it in bulk
+    x = store.a[head]
+    if store.flags[x] & (HAS_POSS | HAS_SYM | HAS_SETOP) or store.nullable[x]:
+        return None
+    if store.flags[rest] & HAS_POSS:  # type: ignore[index]
+        return None
+    first_x = _first_bytes(store, x)
+    if first_x & _first_bytes(store, rest):  # type: ignore[arg-type]
+        return None
+    return CountedHead(x, lo, hi, rest, other)  # type: ignore[arg-type]
+
+
+def _first_bytes(store: TermStore, t: int) -> int:
+    mask = 0
+    for part in store.classes(t):
+        c = (part & -part).bit_length() - 1
+        if store.deriv(t, c) != NOTHING:
+            mask |= part
+    return mask
+
+
+@dataclass(frozen=True)
+class UnitCounts:
+    """Per token id: units used when staying in ``x*`` (-1: cannot stay) and units before leaving
+    it (-1: does not leave at a unit boundary)."""
+
+    stay: np.ndarray
+    leave: np.ndarray
+
+
+def unit_automaton(store: TermStore, x: int) -> np.ndarray | None:
+    """Dense table of ``x*`` over bytes: state 0 is a unit boundary; entry ``-1`` leaves the
+    repetition, ``-2`` is invalid (inside a unit), and ``>= 0`` moves on (``256 + s`` marks a
+    completed unit, back at state 0). None if ``x`` is not prefix-free or too large."""
+    index = {x: 0}
+    order = [x]
+    rows: list[np.ndarray] = []
+    i = 0
+    while i < len(order):
+        t = order[i]
+        row = np.full(256, -2 if i else -1, dtype=np.int32)
+        for part in store.classes(t):
+            c = (part & -part).bit_length() - 1
+            d = store.deriv(t, c)
+            if d == NOTHING:
+                continue
+            if store.nullable[d]:
+                if _first_bytes(store, d):
+                    return None  # a complete unit that can go on: not prefix-free
+                target = 256  # unit complete: back to the boundary
+            else:
+                if d not in index:
+                    if len(order) >= MAX_UNIT_STATES:
+                        return None
+                    index[d] = len(order)
+                    order.append(d)
+                target = index[d]
+            row[mask_to_bools(part)] = target
+        rows.append(row)
+        i += 1
+    return np.stack(rows)
+
+
+def count_units(table: np.ndarray, trie: TokenTrie) -> UnitCounts:
+    """Walk every token through the unit automaton ``table`` (see :func:`unit_automaton`)."""
+    n = trie.n_tokens
+    stay = np.full(n, -1, dtype=np.int32)
+    leave = np.full(n, -1, dtype=np.int32)
+    if trie.depth == 0:
+        return UnitCounts(stay, leave)
+    nodes = np.arange(trie.level_byte[0].size, dtype=np.int64)
+    state = np.zeros(nodes.size, dtype=np.int32)
+    units = np.zeros(nodes.size, dtype=np.int32)
+    for k in range(trie.depth):
+        step = table[state, trie.level_byte[k][nodes]]
+        # leaving at a unit boundary: the whole subtree leaves after `units` units
+        out = step == -1
+        if out.any():
+            starts = trie.run_start[k][nodes[out]]
+            ids = trie.sorted_ids[ranges(starts, trie.run_end[k][nodes[out]] - starts)]
+            leave[ids] = np.repeat(units[out], trie.run_end[k][nodes[out]] - starts)
+        keep = step >= 0
+        nodes, step, units = nodes[keep], step[keep], units[keep]
+        done = step >= 256
+        units = units + done
+        state = np.where(done, step - 256, step)
+        # tokens ending here stay inside, a unit cut off at their end counts as used
+        tc = trie.tok_count[k][nodes]
+        ends = tc > 0
+        if ends.any():
+            ids = trie.sorted_ids[ranges(trie.tok_start[k][nodes[ends]], tc[ends])]
+            stay[ids] = np.repeat(units[ends] + (state[ends] != 0), tc[ends])
+        if k + 1 == trie.depth:
+            break
+        counts = trie.child_count[k][nodes]
+        has = counts > 0
+        if not has.any():
+            break
+        counts = counts[has]
+        state = np.repeat(state[has], counts)
+        units = np.repeat(units[has], counts)
+        nodes = ranges(trie.child_start[k][nodes[has]], counts)
+    return UnitCounts(stay, leave)
+
+
+def filter_ids(ids: np.ndarray, counts: UnitCounts, head: CountedHead) -> np.ndarray:
+    """The ids of the unbounded mask that the counts of ``head`` allow."""
+    ids = ids[ids < counts.stay.size]
+    s = counts.stay[ids]
+    lv = counts.leave[ids]
+    big = np.iinfo(np.int32).max if head.hi is None else head.hi
+    ok = ((s >= 0) & (s <= big)) | ((lv >= head.lo) & (lv <= big))
+    return ids[ok]
