@@ -310,6 +310,7 @@ class _Decoder:
         self.tokens: list[int] = []
         self.text = bytearray()
         self._end_ids = frozenset(self.eos.tolist()) | frozenset(self.stop_ids.tolist())
+        self._end_array = np.asarray(sorted(self._end_ids), dtype=np.int64)
         self._utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._decoded = ""  # the output decoded so far (an unfinished UTF-8 sequence held back)
         self._emitted_chars = 0  # how much of it has been yielded
@@ -351,12 +352,11 @@ class _Decoder:
                 if remaining <= 0:
                     result = self._finish(state, "length")
                     break
-                ids = self._allowed(state, remaining)
+                ids, has_text = self._allowed(state, remaining)
                 if first and ids.size == 0:
                     raise self._no_fit(state)
                 first = False
-                text_ids = ids[~np.isin(ids, self.eos) & ~np.isin(ids, self.stop_ids)]
-                if text_ids.size == 0:
+                if not has_text:
                     if ids.size == 0:
                         raise GenerationError(
                             "no token can continue the output (the grammar has no completion from here)",
@@ -441,8 +441,9 @@ class _Decoder:
         except BaseException:  # noqa: BLE001 - the original exception is already propagating
             pass
 
-    def _allowed(self, state: State, remaining: int) -> np.ndarray:
-        """Ids allowed next (ascending), end-of-sequence and stop ids included where they apply."""
+    def _allowed(self, state: State, remaining: int) -> tuple[np.ndarray, bool]:
+        """Ids allowed next (ascending; end-of-sequence and stop ids included where they apply),
+        and whether any of them is text."""
         t = time.perf_counter()
         if self.budget_masks:
             # `remaining` output tokens may follow; the end-of-sequence token is free (we stop
@@ -453,10 +454,15 @@ class _Decoder:
         allowed = unpack(words, self.width)
         if self.stop_ids.size and state.is_accepting():
             allowed[self.stop_ids] = True
+        ends = self._end_array
+        saved = allowed[ends]
+        allowed[ends] = False
+        has_text = bool(allowed.any())
+        allowed[ends] = saved
         ids = np.flatnonzero(allowed)
         self.stats.mask_seconds += time.perf_counter() - t
         self.stats.masks += 1
-        return ids
+        return ids, has_text
 
     def _logits(self) -> np.ndarray:
         logits = np.asarray(self.runtime.logits())
@@ -526,17 +532,13 @@ class _Decoder:
         return bytes(self.text).decode("utf-8", errors="replace")
 
     def _no_fit(self, state: State) -> GenerationError:
-        shortest = getattr(state, "shortest_completion", None)
         hint = ""
+        shortest = getattr(state, "shortest_completion", None)
         if shortest is not None:
-            try:
-                need = shortest()
-                hint = f" (the shortest valid output is {len(need)} bytes: {need[:80]!r})"
-            except Exception:  # noqa: BLE001 - only a hint
-                hint = ""
-        return GenerationError(
-            f"no valid output fits in max_tokens={self.limit}{hint}; raise max_tokens", partial_text=""
-        )
+            need = shortest()
+            if need is not None:
+                hint = f" (the shortest valid output is {need} bytes; with this vocabulary it may need as many tokens)"
+        return GenerationError(f"no valid output fits in max_tokens={self.limit}{hint}; raise max_tokens", partial_text="")
 
     def _finish(self, state: State, reason: str) -> GenerationResult:
         if not state.is_accepting():

@@ -9,10 +9,12 @@
 * anything ``pydantic.TypeAdapter`` takes (a ``BaseModel`` subclass, ``list[int]``, an ``Enum``,
   ``Literal[...]``, a ``TypedDict``...) - the JSON text validated by Pydantic, as that type.
 
-Schema options (whitespace, property order...) go to the translator. For generation the default
-is ``strict=True``: an object never gets properties its schema does not list, even where the
-schema allows them (Pydantic models allow them by default), so a model cannot wander off into
-made-up keys. Specs are cached per (output type, options).
+Schema options (whitespace, property order...) go to the translator. For generation the defaults
+differ from the translator's in two ways: ``strict=True`` (an object never gets properties its
+schema does not list, even where the schema allows them - Pydantic models allow them by default -
+so a model cannot wander off into made-up keys), and whitespace between JSON tokens is at most
+one space (``whitespace_pattern="[ ]?"``) unless ``whitespace=`` or ``whitespace_pattern=`` is
+given. Specs are cached per (output type, options).
 """
 
 from __future__ import annotations
@@ -28,6 +30,9 @@ from .grammar import Grammar
 
 #: Translator options :func:`structgen.generate` sets unless the caller does.
 GENERATION_SCHEMA_DEFAULTS: Mapping[str, Any] = {"strict": True}
+#: Whitespace between JSON tokens when the caller chooses none: at most one space. Small models
+#: sampled at temperature 1 otherwise spend their budget on newlines and indentation.
+GENERATION_WHITESPACE = "[ ]?"
 
 _CACHE_SIZE = 256
 _cache: OrderedDict[Any, OutputSpec] = OrderedDict()
@@ -103,6 +108,8 @@ def _build(output_type: Any, options: dict[str, Any]) -> OutputSpec:
 
 def _with_defaults(options: Mapping[str, Any]) -> dict[str, Any]:
     out = dict(GENERATION_SCHEMA_DEFAULTS)
+    if "whitespace" not in options and "whitespace_pattern" not in options:
+        out["whitespace_pattern"] = GENERATION_WHITESPACE
     out.update(options)
     return out
 

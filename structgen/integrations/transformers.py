@@ -19,7 +19,6 @@ gguf_file=name)`` (needs ``accelerate`` and ``gguf``; set ``HF_HUB_OFFLINE=1``),
 
 from __future__ import annotations
 
-import inspect
 from typing import Any, Sequence
 
 import numpy as np
@@ -42,8 +41,12 @@ def _logit_width(model: Any) -> int:
     return int(width)
 
 
-def hf_vocab(tokenizer: Any, model: Any = None, *, logit_width: int | None = None) -> Any:
-    """The :class:`~structgen.vocab.Vocab` of ``tokenizer`` for ``model`` (checked to belong together)."""
+def hf_vocab(
+    tokenizer: Any, model: Any = None, *, logit_width: int | None = None, eos_token_ids: Sequence[int] | None = None
+) -> Any:
+    """The :class:`~structgen.vocab.Vocab` of ``tokenizer`` for ``model`` (checked to belong
+    together). End ids: ``eos_token_ids`` if given, else the tokenizer's and the model's
+    ``generation_config``'s."""
     from ..vocab import Vocab
 
     width = logit_width if logit_width is not None else (_logit_width(model) if model is not None else None)
@@ -57,6 +60,8 @@ def hf_vocab(tokenizer: Any, model: Any = None, *, logit_width: int | None = Non
             raise VocabError(
                 f"the tokenizer has {n_tokens} tokens but the model {width} logits: they do not belong together"
             )
+    if eos_token_ids is not None:
+        return Vocab.from_hf(tokenizer, logit_width=width, eos_token_ids=list(eos_token_ids))
     vocab = Vocab.from_hf(tokenizer, logit_width=width)
     extra = _generation_eos(model)
     extra = {e for e in extra if 0 <= e < vocab.n_tokens} - set(vocab.eos_token_ids)
@@ -89,9 +94,9 @@ class TransformersRuntime:
             raise VocabError(
                 f"the vocabulary has a logit width of {vocab.logit_width} but the model {_logit_width(model)} logits"
             )
-        params = inspect.signature(model.forward).parameters
-        # transformers 5 renamed the cache argument; older versions only know past_key_values
-        self._cache_arg = "cache" if "cache" in params else "past_key_values"
+        # transformers 5 renamed the cache (argument and output field) from past_key_values to
+        # cache; the first output tells which name this version uses
+        self._cache_arg = "past_key_values"
         self._device = next(model.parameters()).device
         self._cache: Any = None
         self._last: np.ndarray | None = None
@@ -142,7 +147,11 @@ class TransformersRuntime:
             if self._cache is not None:
                 kwargs[self._cache_arg] = self._cache
             out = self.model(**kwargs)
-            self._cache = getattr(out, "past_key_values", None) or getattr(out, "cache", None)
+            if "cache" in out.keys():
+                self._cache_arg = "cache"
+                self._cache = out["cache"]
+            else:
+                self._cache = out["past_key_values"]
             self._last = out.logits[0, -1].float().cpu().numpy()
 
 
@@ -151,7 +160,9 @@ class StructgenLogitsProcessor:
 
     Rows of a batch are followed independently; the first call fixes where the prompt ends (pad
     prompts on the left). ``max_new_tokens`` (the same as given to ``generate``) turns on the
-    token budget. A finished row (end token committed) is left unmasked: ``generate`` pads it.
+    token budget. The end tokens allowed are the ones ``generate`` stops on: ``eos_token_ids``,
+    else the model's ``generation_config.eos_token_id`` (with ``model=``), else the tokenizer's
+    ``eos_token_id``; after one, a row may only repeat end tokens (``generate`` pads it anyway).
     """
 
     def __init__(
@@ -161,6 +172,7 @@ class StructgenLogitsProcessor:
         *,
         model: Any = None,
         max_new_tokens: int | None = None,
+        eos_token_ids: Sequence[int] | None = None,
         **schema_options: Any,
     ) -> None:
         from ..constraint_cache import constraint_for
@@ -168,7 +180,16 @@ class StructgenLogitsProcessor:
         from ..output_types import resolve_output
         from ..vocab import Vocab
 
-        self.vocab = tokenizer_or_vocab if isinstance(tokenizer_or_vocab, Vocab) else hf_vocab(tokenizer_or_vocab, model)
+        if isinstance(tokenizer_or_vocab, Vocab):
+            self.vocab = tokenizer_or_vocab
+        else:
+            if eos_token_ids is None:
+                stops = _generation_eos(model) if model is not None else set()
+                if not stops and getattr(tokenizer_or_vocab, "eos_token_id", None) is not None:
+                    stops = {int(tokenizer_or_vocab.eos_token_id)}
+                eos_token_ids = sorted(stops) or None
+            self.vocab = hf_vocab(tokenizer_or_vocab, model, eos_token_ids=eos_token_ids)
+        self._end_ids = np.asarray(self.vocab.eos_token_ids, dtype=np.int64)
         self.spec = resolve_output(output_type, schema_options)
         self._constraint = constraint_for(self.spec.grammar, self.vocab)
         self.max_new_tokens = max_new_tokens
@@ -198,6 +219,9 @@ class StructgenLogitsProcessor:
                     if not state.commit_token(int(t)):
                         raise StructgenError(f"token {int(t)} was generated against the constraint (was the mask applied?)")
             if state.is_terminated():
+                if self._end_ids.size:
+                    masks[row] = False
+                    masks[row, self._end_ids] = True
                 continue
             if self._budget:
                 remaining = max(1, self.max_new_tokens - generated)  # type: ignore[operator]
