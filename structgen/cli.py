@@ -197,38 +197,28 @@ def _json_schema_verdict(schema: Any, data: bytes) -> str:
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
+    from .constraint_cache import constraint_for
     from .generation import stream
+    from .integrations.protocol import as_runtime
     from .models import load_llama, require_model
+    from .output_types import resolve_output
 
     output_type = load_output_type(args.schema)
+    options = _schema_options(args)
     model_path = Path(args.model) if args.model else require_model("smollm2")
     llm = load_llama(model_path, n_ctx=args.n_ctx, n_threads=args.threads, progress=not args.quiet)
-    prompt: Any = args.prompt if args.raw else [{"role": "user", "content": args.prompt}]
+    runtime = as_runtime(llm)
     with _Step("compiling the schema", quiet=args.quiet):
-        from .integrations.protocol import as_runtime
-        from .output_types import resolve_output
-
-        runtime = as_runtime(llm)
-        spec = resolve_output(output_type, _schema_options(args))
-        from .constraint_cache import constraint_for
-
-        constraint_for(spec.grammar, runtime.vocab)
-    s = stream(
-        runtime,
-        output_type,
-        prompt,
-        max_tokens=args.max_tokens,
-        temperature=args.temperature,
-        seed=args.seed,
-        **_schema_options(args),
-    )
+        # done here, with a progress line, so that generation starts at once (both are cached)
+        constraint_for(resolve_output(output_type, options).grammar, runtime.vocab)
+    prompt: Any = args.prompt if args.raw else [{"role": "user", "content": args.prompt}]
+    s = stream(runtime, output_type, prompt, max_tokens=args.max_tokens, temperature=args.temperature, seed=args.seed, **options)
     for chunk in s:
         if not args.quiet:
             print(chunk, end="", file=sys.stderr, flush=True)
     if not args.quiet:
         print(file=sys.stderr)
-    value = s.value
-    print(_as_json(value))
+    print(_as_json(s.value))
     if args.stats:
         print(s.result.stats.summary(), file=sys.stderr)
     return 0

@@ -334,6 +334,7 @@ class _Decoder:
         # (running on the worker thread) or a thunk (run on this thread, and skipped if the
         # output turns out to be complete without it).
         executor = ThreadPoolExecutor(max_workers=1) if self._overlap else None
+        self.stats.overlapped = executor is not None
         pending: Future[Any] | Callable[[], None] | None = None
         decode_start: float | None = None
         try:
@@ -386,14 +387,14 @@ class _Decoder:
                 if stop_at is not None:
                     result = self._validated(self._decoded[:stop_at], "stop_sequence")
                     break
-                chunk = self._releasable()
-                if chunk:
-                    yield chunk
                 if len(self.tokens) < self.limit:
                     if executor is not None:
                         pending = executor.submit(self._timed_feed, step)
                     else:
                         pending = functools.partial(self._timed_feed, step)
+                chunk = self._releasable()
+                if chunk:
+                    yield chunk  # the forward pass for the next token is already running
         finally:
             if decode_start is not None:
                 self.stats.decode_seconds = time.perf_counter() - decode_start
