@@ -68,7 +68,10 @@ class Tool:
     def from_function(cls, fn: Callable[..., Any], *, name: str | None = None, description: str | None = None) -> Tool:
         tool_name = name or getattr(fn, "__name__", None) or type(fn).__name__
         _check_name(tool_name)
-        summary, param_docs = _parse_docstring(inspect.getdoc(fn) or "")
+        doc = inspect.getdoc(fn)
+        if not doc and not inspect.isroutine(fn):
+            doc = inspect.getdoc(getattr(type(fn), "__call__", None))
+        summary, param_docs = _parse_docstring(doc or "")
         model, positional = _arguments_model(fn, tool_name, param_docs)
         schema = _model_schema(model, tool_name)
         return cls(tool_name, description if description is not None else summary, schema, fn, model, "function", positional)
@@ -371,8 +374,10 @@ def _arguments_model(fn: Callable[..., Any], tool: str, param_docs: Mapping[str,
         sig = inspect.signature(fn)
     except (TypeError, ValueError) as e:
         raise ToolDefinitionError(f"its signature cannot be read: {e}", tool=tool) from e
+    # a callable object's annotations live on its __call__
+    annotated = fn if inspect.isroutine(fn) or isinstance(fn, type) else getattr(type(fn), "__call__", fn)
     try:
-        hints = typing.get_type_hints(fn, include_extras=True)
+        hints = typing.get_type_hints(annotated, include_extras=True)
     except Exception as e:  # unresolved forward references and the like
         raise ToolDefinitionError(f"its annotations cannot be resolved: {e}", tool=tool) from e
     fields: dict[str, Any] = {}

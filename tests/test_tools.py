@@ -114,6 +114,30 @@ def test_signatures_that_cannot_become_a_schema(fn, parameter):
     assert fn.__name__ in str(e.value)
 
 
+def test_callable_object_and_method_tools():
+    class Counter:
+        def __init__(self) -> None:
+            self.total = 0
+
+        def __call__(self, step: int = 1) -> int:
+            """Count up."""
+            self.total += step
+            return self.total
+
+        def reset(self, to: int) -> int:
+            """Reset the counter."""
+            self.total = to
+            return to
+
+    counter = Counter()
+    tool = Tool.from_function(counter, name="count")
+    assert list(tool.parameters["properties"]) == ["step"] and tool.description == "Count up."
+    assert ToolCall(tool, tool.validate_arguments({"step": 3})).invoke() == 3
+    reset = Tool.from_function(counter.reset)
+    assert reset.name == "reset" and list(reset.parameters["properties"]) == ["to"]
+    assert ToolCall(reset, reset.validate_arguments({"to": 9})).invoke() == 9 and counter.total == 9
+
+
 def test_bad_tool_names():
     with pytest.raises(ToolDefinitionError):
         Tool.from_function(get_weather, name="has space")
