@@ -191,3 +191,25 @@ def test_long_generation_stays_flat(llama3: Vocab) -> None:
         if configs_after_warmup is None and steps > 100:
             configs_after_warmup = c.stats()["configs"]
     assert c.stats()["configs"] == configs_after_warmup
+
+
+def test_save_load_with_rules_built_lazily(llama3: Vocab) -> None:
+    """Regular rules are built on first use; a saved constraint keeps what was built and can
+    build the rest after loading."""
+    g = Grammar(
+        {
+            "root": ir.seq(ir.lit("{"), ir.alt(ir.Ref("a"), ir.Ref("b")), ir.lit("}")),
+            "a": ir.seq(ir.lit('"a":'), ir.plus(ir.char((48, 57)))),
+            "b": ir.seq(ir.lit('"b":'), ir.Repeat(ir.char((97, 122)), 1, 5)),
+        }
+    )
+    c = Constraint.compile(g, llama3)
+    st = c.start()
+    assert st.commit_tokens(greedy_tokens(llama3, b'{"a":1'))  # builds rule a, not b
+    c2 = Constraint.load(c.save(), llama3)
+    for text in (b'{"a":12}', b'{"b":xyz}'):
+        s1, s2 = c.start(), c2.start()
+        for t in greedy_tokens(llama3, text):
+            assert np.array_equal(s1.mask_words(), s2.mask_words())
+            assert s1.commit_token(t) and s2.commit_token(t)
+        assert s1.is_accepting() and s2.is_accepting()

@@ -23,8 +23,8 @@ from ..grammar import ir
 from ..grammar.serialize import grammar_from_data, grammar_to_data
 from .configs import ConfigSystem
 from .limits import EngineLimits
-from .machines import Machines
-from .terms import ALT_K, BYTES_K, REPEAT_K, TermStore
+from .machines import Machines, _Lowering
+from .terms import ALT_K, BYTES_K, LAZY_K, REPEAT_K, TermStore
 
 if TYPE_CHECKING:
     from ..vocab import Vocab
@@ -49,7 +49,6 @@ def save_constraint(c: Constraint) -> bytes:
             "start": c._machines.start,
             "atoms": [[list(a.ids), a.name, a.negated] for a in c._machines.token_atoms],
             "nullable": c._machines.nullable,
-            "shortest": c._machines.shortest,
         },
         "terms": [_encode_term(store, t) for t in range(2, len(store))],
         "stacks": [[p, t] for p, t in zip(system.stack_parent, system.stack_top)],
@@ -90,6 +89,7 @@ def load_constraint(blob: bytes, vocab: Vocab) -> Constraint:
 
     grammar = grammar_from_data(header["grammar"])
     store = TermStore()
+    lowering = _Lowering(grammar, store, frozenset())  # expands lazy terms after loading
     for i, entry in enumerate(header["terms"], start=2):
         if _decode_term(store, entry) != i:
             raise ConstraintError("saved constraint is corrupt (term table)")
@@ -101,8 +101,9 @@ def load_constraint(blob: bytes, vocab: Vocab) -> Constraint:
         m["start"],
         [ir.Token(tuple(ids), name, neg) for ids, name, neg in m["atoms"]],
         list(m["nullable"]),
-        list(m["shortest"]),
     )
+    lowering.atoms = list(machines.token_atoms)
+    lowering.atom_index = {a: i for i, a in enumerate(machines.token_atoms)}
     limits = EngineLimits(**header["limits"])
     system = ConfigSystem(machines, max_stacks_per_config=limits.max_stacks_per_config, max_configs=limits.max_configs)
     for i, (parent, top) in enumerate(header["stacks"]):
@@ -124,6 +125,8 @@ def load_constraint(blob: bytes, vocab: Vocab) -> Constraint:
 def _encode_term(store: TermStore, t: int) -> list[Any]:
     k = store.kind[t]
     b = store.b[t]
+    if k == LAZY_K:
+        return [k, [store.nullable[t], store.flags[t]], b]
     if k == BYTES_K:
         enc: Any = format(b, "x")
     elif k == ALT_K:
@@ -155,4 +158,7 @@ def _decode_term(store: TermStore, entry: list[Any]) -> int:
         return store.diff(a, b)
     if k == T.POSS_K:
         return store.poss(a)
+    if k == T.LAZY_K:
+        nullable, flags = a
+        return store.lazy(b, bool(nullable), int(flags))
     raise ConstraintError(f"saved constraint is corrupt (term kind {k})")

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .arrays import mask_to_bools, ranges
-from .terms import AND_K, HAS_POSS, HAS_SETOP, HAS_SYM, NOTHING, REPEAT_K, SEQ_K, TermStore
+from .terms import AND_K, HAS_POSS, HAS_SETOP, HAS_SYM, NOTHING, REPEAT_K, SEQ_K, TermStore, refine
 from .token_trie import TokenTrie
 
 #: Largest unit automaton this optimisation handles; bigger units use the ordinary walk.
@@ -52,14 +52,15 @@ class CountedHead:
 
 def counted_head(store: TermStore, top: int) -> CountedHead | None:
     """Recognise a counted repetition at the head of ``top`` that this module can handle."""
+    top = store.force(top)
     if store.kind[top] == SEQ_K:
-        head, rest = store.a[top], store.b[top]
+        head, rest = store.force(store.a[top]), store.b[top]
     else:
         head, rest = top, 1  # EMPTY
     other = None
     if store.kind[head] == AND_K:
         # a pattern intersected with length bounds: count the units, let the pattern loop
-        a, b = store.a[head], store.b[head]
+        a, b = store.force(store.a[head]), store.force(store.b[head])  # type: ignore[arg-type]
         if store.kind[b] == REPEAT_K:  # type: ignore[index]
             other, head = a, b  # type: ignore[assignment]
         elif store.kind[a] == REPEAT_K:
@@ -67,6 +68,8 @@ def counted_head(store: TermStore, top: int) -> CountedHead | None:
         else:
             return None
         if store.flags[other] & (HAS_POSS | HAS_SYM):  # type: ignore[index]
+            return None
+        if store.kind[head] != REPEAT_K or not _ends_at_any_unit(store, other, store.a[head]):  # type: ignore[arg-type]
             return None
     if store.kind[head] != REPEAT_K:
         return None
@@ -82,6 +85,33 @@ def counted_head(store: TermStore, top: int) -> CountedHead | None:
     if first_x & _first_bytes(store, rest):  # type: ignore[arg-type]
         return None
     return CountedHead(x, lo, hi, rest, other)  # type: ignore[arg-type]
+
+
+def _ends_at_any_unit(store: TermStore, pattern: int, unit: int, max_states: int = 2000) -> bool:
+    """Whether ``pattern`` accepts at every unit boundary it can reach after one unit or more.
+
+    Then the count alone decides a token: stopping is always possible, so a token that fits the
+    units left never leaves the pattern needing more. (``[a-z ]+[0-9]`` fails this: after letters
+    it still needs a digit, which the count must leave room for.)"""
+    loop = store.repeat(unit, 0, None)
+    start = (pattern, loop)
+    seen = {start}
+    todo = [start]
+    while todo:
+        p, u = todo.pop()
+        for part in refine(store.classes(p), store.classes(u)):
+            c = (part & -part).bit_length() - 1
+            p2, u2 = store.deriv(p, c), store.deriv(u, c)
+            if p2 == NOTHING or u2 == NOTHING:
+                continue
+            if u2 == loop and not store.nullable[p2]:
+                return False
+            if (p2, u2) not in seen:
+                if len(seen) >= max_states:
+                    return False
+                seen.add((p2, u2))
+                todo.append((p2, u2))
+    return True
 
 
 def _first_bytes(store: TermStore, t: int) -> int:

@@ -19,7 +19,7 @@ from ..grammar import ir
 from ..grammar.grammar import Grammar
 from ..grammar.utf8 import class_sequences, mask_of, mask_of_ranges
 from .deep import deep_recursion
-from .terms import ALT_K, NOTHING, REPEAT_K, SEQ_K, SYM_K, TermStore
+from .terms import ALT_K, HAS_SETOP, NOTHING, REPEAT_K, SEQ_K, SYM_K, TermStore
 
 SYMBOL_BASE = 512
 
@@ -50,7 +50,14 @@ class Machines:
     start: int = 0
     token_atoms: list[ir.Token] = field(default_factory=list)
     nullable: list[bool] = field(default_factory=list)
-    shortest: list[int | None] = field(default_factory=list)
+    _shortest: list[int | None] | None = None
+
+    @property
+    def shortest(self) -> list[int | None]:
+        """Shortest sentence of each machine in bytes (computed on first use: it builds terms)."""
+        if self._shortest is None:
+            self._shortest = _machine_shortest(self.store, self.body)
+        return self._shortest
 
     @property
     def recursive(self) -> bool:
@@ -69,6 +76,44 @@ class _Lowering:
         self.atoms: list[ir.Token] = []
         self.atom_index: dict[ir.Token, int] = {}
         self.memo: dict[ir.Node, int] = {}
+        self.facts: dict[ir.Node, tuple[bool, bool, bool]] = {}
+        store.expander = self.expand
+
+    def expand(self, key: object) -> int:
+        """Build the term of the rule behind a lazy term."""
+        return self.lower(self.g.rules[key])  # type: ignore[index]
+
+    def node_facts(self, n: ir.Node) -> tuple[bool, bool, bool]:
+        """(pure: no calls, tokens or greedy lexemes below; nullable; has set operations)."""
+        r = self.facts.get(n)
+        if r is not None:
+            return r
+        if isinstance(n, ir.Literal):
+            r = (True, not n.data, False)
+        elif isinstance(n, (ir.CharClass, ir.ByteClass)):
+            r = (True, False, False)
+        elif isinstance(n, (ir.Seq, ir.Alt)):
+            parts = [self.node_facts(i) for i in n.items]
+            combine = all if isinstance(n, ir.Seq) else any
+            r = (all(p[0] for p in parts), combine(p[1] for p in parts), any(p[2] for p in parts))
+        elif isinstance(n, ir.Repeat):
+            pure, nul, setop = self.node_facts(n.item)
+            r = (pure, n.min == 0 or nul or n.max == 0, setop)
+        elif isinstance(n, ir.Ref):
+            if n.name in self.dead:
+                r = (True, False, False)
+            elif n.name in self.machine_index or n.name not in self.g.rules:
+                r = (False, False, False)
+            else:
+                r = self.node_facts(self.g.rules[n.name])
+        elif isinstance(n, (ir.Difference, ir.Intersection)):
+            (pa, na, _), (pb, nb, _) = self.node_facts(n.left), self.node_facts(n.right)
+            nul = (na and not nb) if isinstance(n, ir.Difference) else (na and nb)
+            r = (pa and pb, nul, True)
+        else:  # Token, Lexeme
+            r = (False, False, False)
+        self.facts[n] = r
+        return r
 
     def lower(self, n: ir.Node) -> int:
         t = self.memo.get(n)
@@ -115,7 +160,13 @@ class _Lowering:
         if t is None:
             if name not in self.g.rules:
                 raise GrammarError(f"rule {name!r} is an unbound extern; bind it before compiling", rule=name)
-            t = self.inlined[name] = self.lower(self.g.rules[name])
+            pure, nullable, setop = self.node_facts(ir.Ref(name))
+            if pure:
+                # a regular rule is built when a generation first reaches it
+                t = self.s.lazy(name, nullable, HAS_SETOP if setop else 0)
+            else:
+                t = self.lower(self.g.rules[name])
+            self.inlined[name] = t
         return t
 
 
@@ -144,7 +195,6 @@ def _build(grammar: Grammar, store: TermStore | None) -> Machines:
     m = Machines(store, list(low.machine_names), bodies, 0, list(low.atoms))
     m.nullable = _machine_nullable(store, bodies)
     _refuse_left_recursion(store, m)
-    m.shortest = _machine_shortest(store, bodies)
     return m
 
 
@@ -192,8 +242,15 @@ def _machine_nullable(store: TermStore, bodies: list[int]) -> list[bool]:
 def _productive(store: TermStore, bodies: list[int]) -> list[bool]:
     """Machines that derive at least one sentence (a least fixpoint over call symbols)."""
     prod = [False] * len(bodies)
+    memo: dict[int, bool] = {}
 
     def term_productive(t: int) -> bool:
+        r = memo.get(t)
+        if r is None:
+            r = memo[t] = _term_productive(t)
+        return r
+
+    def _term_productive(t: int) -> bool:
         k = store.kind[t]
         if t == NOTHING:
             return False
@@ -211,6 +268,7 @@ def _productive(store: TermStore, bodies: list[int]) -> list[bool]:
     changed = True
     while changed:
         changed = False
+        memo.clear()  # answers may change once a machine is known productive
         for i, b in enumerate(bodies):
             if not prod[i] and term_productive(b):
                 prod[i] = changed = True
@@ -251,8 +309,15 @@ def _machine_shortest(store: TermStore, bodies: list[int]) -> list[int | None]:
     """Shortest sentence length of each machine in bytes (Bellman-Ford style fixpoint)."""
     inf = float("inf")
     best: list[float] = [inf] * len(bodies)
+    memo: dict[int, float] = {}
 
     def length(t: int) -> float:
+        r = memo.get(t)
+        if r is None:
+            r = memo[t] = _length(t)
+        return r
+
+    def _length(t: int) -> float:
         k = store.kind[t]
         if k == SYM_K:
             sym = store.a[t]
@@ -269,6 +334,7 @@ def _machine_shortest(store: TermStore, bodies: list[int]) -> list[int | None]:
 
     for _ in range(len(bodies) + 1):
         changed = False
+        memo.clear()
         for i, b in enumerate(bodies):
             v = length(b)
             if v < best[i]:

@@ -17,10 +17,13 @@ lookup; a new derivative costs a few microseconds per node of the term's head.
 
 from __future__ import annotations
 
+import heapq
+from typing import Callable, Iterator
+
 from ..errors import LimitError
 
 # term kinds
-NOTHING_K, EMPTY_K, BYTES_K, SEQ_K, ALT_K, REPEAT_K, AND_K, DIFF_K, POSS_K, SYM_K = range(10)
+NOTHING_K, EMPTY_K, BYTES_K, SEQ_K, ALT_K, REPEAT_K, AND_K, DIFF_K, POSS_K, SYM_K, LAZY_K = range(11)
 
 NOTHING = 0  # the empty language
 EMPTY = 1  # the empty string
@@ -50,6 +53,11 @@ class TermStore:
         self.flags: list[int] = []
         self._intern: dict[tuple, int] = {}
         self._deriv: dict[int, int] = {}  # key: term * 512 + byte
+        self._deriv_np: dict[int, int] = {}
+        self._lower: dict[int, int] = {}
+        self._forced: dict[int, int] = {}
+        #: builds the term of a lazy term's key (set by the grammar lowering)
+        self.expander: Callable[[object], int] | None = None
         self._deriv_sym: dict[tuple[int, int, int], int] = {}
         self._nullable_at: dict[tuple[int, int], bool] = {}
         self._classes: dict[int, tuple[int, ...]] = {}
@@ -78,6 +86,22 @@ class TermStore:
         self.flags.append(flags)
         self._intern[key] = tid
         return tid
+
+    def lazy(self, key: object, nullable: bool, flags: int) -> int:
+        """A term whose structure is built on first use by the ``expander`` (a rule not lowered
+        yet): compile stays proportional to what a generation actually reaches."""
+        return self._make((LAZY_K, key), LAZY_K, 0, key, nullable, flags)
+
+    def force(self, t: int) -> int:
+        """The built term behind a lazy one (any other term is returned as is)."""
+        if self.kind[t] != LAZY_K:
+            return t
+        r = self._forced.get(t)
+        if r is None:
+            if self.expander is None:
+                raise AssertionError("lazy term without an expander")
+            r = self._forced[t] = self.expander(self.b[t])
+        return r
 
     def bytes_(self, mask: int) -> int:
         if mask == 0:
@@ -126,6 +150,18 @@ class TermStore:
             return NOTHING
         if len(flat) == 1:
             return next(iter(flat))
+        # left-factor alternatives with the same first part: a big enum of strings becomes a trie,
+        # so a derivative touches the few branches that share the byte read, not all of them
+        heads: dict[int, list[int]] = {}
+        for t in flat:
+            if self.kind[t] == SEQ_K:
+                heads.setdefault(self.a[t], []).append(self.b[t])  # type: ignore[arg-type]
+            else:
+                heads.setdefault(t, []).append(EMPTY)
+        if len(heads) < len(flat):
+            flat = {h if tails == [EMPTY] else self.seq(h, self.alt(tails)) for h, tails in heads.items()}
+            if len(flat) == 1:
+                return next(iter(flat))
         # single-byte alternatives merge into one byte set
         masks = [t for t in flat if self.kind[t] == BYTES_K]
         if len(masks) > 1:
@@ -233,28 +269,42 @@ class TermStore:
         return r
 
     def _deriv_raw(self, t: int, c: int) -> int:
+        return self._derive(t, c, self.deriv)
+
+    def _deriv_unpruned(self, t: int, c: int) -> int:
+        """Derivative with no emptiness pruning anywhere below: what emptiness searches walk, so
+        that a search never starts another search (which could recurse without end)."""
+        key = t * 512 + c
+        r = self._deriv_np.get(key)
+        if r is None:
+            r = self._deriv_np[key] = self._derive(t, c, self._deriv_unpruned)
+        return r
+
+    def _derive(self, t: int, c: int, sub: Callable[[int, int], int]) -> int:
         k = self.kind[t]
+        if k == LAZY_K:
+            return sub(self.force(t), c)
         if k == BYTES_K:
             return EMPTY if (self.b[t] >> c) & 1 else NOTHING  # type: ignore[operator]
         if k == SEQ_K:
             head, tail = self.a[t], self.b[t]
-            r = self.seq(self.deriv(head, c), tail)  # type: ignore[arg-type]
+            r = self.seq(sub(head, c), tail)  # type: ignore[arg-type]
             if self.nullable_at(head, c):
-                r = self.alt((r, self.deriv(tail, c)))  # type: ignore[arg-type]
+                r = self.alt((r, sub(tail, c)))  # type: ignore[arg-type]
             return r
         if k == ALT_K:
-            return self.alt([self.deriv(u, c) for u in self.b[t]])  # type: ignore[union-attr]
+            return self.alt([sub(u, c) for u in self.b[t]])  # type: ignore[union-attr]
         if k == REPEAT_K:
             lo, hi = self.b[t]  # type: ignore[misc]
             x = self.a[t]
             rest = self.repeat(x, max(lo - 1, 0), None if hi is None else hi - 1)
-            return self.seq(self.deriv(x, c), rest)
+            return self.seq(sub(x, c), rest)
         if k == POSS_K:
-            return self.poss(self.deriv(self.a[t], c))
+            return self.poss(sub(self.a[t], c))
         if k == AND_K:
-            return self.and_(self.deriv(self.a[t], c), self.deriv(self.b[t], c))  # type: ignore[arg-type]
+            return self.and_(sub(self.a[t], c), sub(self.b[t], c))  # type: ignore[arg-type]
         if k == DIFF_K:
-            return self.diff(self.deriv(self.a[t], c), self.deriv(self.b[t], c))  # type: ignore[arg-type]
+            return self.diff(sub(self.a[t], c), sub(self.b[t], c))  # type: ignore[arg-type]
         return NOTHING  # NOTHING, EMPTY, SYM
 
     def deriv_sym(self, t: int, symbol: int, la: int) -> int:
@@ -318,6 +368,9 @@ class TermStore:
         r = self._classes.get(t)
         if r is not None:
             return r
+        if self.kind[t] == LAZY_K:
+            r = self._classes[t] = self.classes(self.force(t))
+            return r
         k = self.kind[t]
         if k == BYTES_K:
             m = self.b[t]
@@ -351,9 +404,77 @@ class TermStore:
         r = self._empty.get(t)
         if r is not None:
             return r
-        r = self._search(t) is None
-        self._empty[t] = r
+        return self._depth_first_empty(t)
+
+    def _accepts(self, t: int) -> bool:
+        return self.nullable_at(t, LA_END) or bool(self.flags[t] & HAS_SYM and self.first_syms(t))
+
+    def _depth_first_empty(self, t: int) -> bool:
+        """Best-first search for a sentence, guided by a lower bound on the bytes still needed:
+        a witness is usually a few bytes away, and the states on its path are recorded as
+        non-empty, so the derivatives a walk asks about next are answered from the record."""
+        memo = self._empty
+        if self._accepts(t):
+            memo[t] = False
+            return False
+        parent: dict[int, int] = {t: -1}
+        heap = [(self._estimate(t), 0, t)]
+        order = 0
+        while heap:
+            _, _, u = heapq.heappop(heap)
+            for nxt in self._successors(u):
+                if nxt in parent:
+                    continue
+                known = memo.get(nxt)
+                if known is True:
+                    continue
+                parent[nxt] = u
+                if known is False or self._accepts(nxt):
+                    while nxt != -1:  # the witness path: all non-empty
+                        memo[nxt] = False
+                        nxt = parent[nxt]
+                    return False
+                if len(parent) > MAX_SEARCH_STATES:
+                    raise LimitError(
+                        "a regular set operation or greedy lexeme needs too large an automaton",
+                        limit="MAX_SEARCH_STATES",
+                        value=MAX_SEARCH_STATES,
+                    )
+                order += 1
+                heapq.heappush(heap, (self._estimate(nxt), order, nxt))
+        for u in parent:  # nothing reachable from any of them accepts
+            memo[u] = True
+        return True
+
+    def _estimate(self, t: int) -> int:
+        """A lower bound on the bytes of any sentence of ``t`` (structural, memoised)."""
+        r = self._lower.get(t)
+        if r is None:
+            k = self.kind[t]
+            if k == LAZY_K:
+                r = self._estimate(self.force(t))
+            elif k in (EMPTY_K, SYM_K, NOTHING_K):
+                r = 0
+            elif k == BYTES_K:
+                r = 1
+            elif k == SEQ_K:
+                r = self._estimate(self.a[t]) + self._estimate(self.b[t])  # type: ignore[arg-type]
+            elif k == ALT_K:
+                r = min(self._estimate(u) for u in self.b[t])  # type: ignore[union-attr]
+            elif k == REPEAT_K:
+                r = self.b[t][0] * self._estimate(self.a[t])  # type: ignore[index]
+            elif k == AND_K:
+                r = max(self._estimate(self.a[t]), self._estimate(self.b[t]))  # type: ignore[arg-type]
+            else:  # DIFF, POSS
+                r = self._estimate(self.a[t])
+            self._lower[t] = r
         return r
+
+    def _successors(self, t: int) -> Iterator[int]:
+        for part in self.classes(t):
+            d = self._deriv_unpruned(t, (part & -part).bit_length() - 1)
+            if d != NOTHING:
+                yield d
 
     def shortest(self, t: int) -> int | None:
         """Length in bytes of the shortest sentence of ``t`` (symbols count as 0), or None."""
@@ -372,6 +493,8 @@ class TermStore:
 
     def _shortest_plain(self, t: int) -> int:
         k = self.kind[t]
+        if k == LAZY_K:
+            return self.shortest(self.force(t))  # type: ignore[return-value]
         if k in (EMPTY_K, SYM_K):
             return 0
         if k == BYTES_K:
@@ -397,7 +520,7 @@ class TermStore:
             for u in frontier:
                 for m in self.classes(u):
                     c = (m & -m).bit_length() - 1
-                    d = self._deriv_raw(u, c)
+                    d = self._deriv_unpruned(u, c)
                     if d != NOTHING and d not in seen:
                         seen.add(d)
                         nxt.append(d)

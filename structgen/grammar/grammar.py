@@ -234,11 +234,19 @@ class Grammar:
     # -- readers (each dialect lives in its own module) -------------------------------------
 
     @classmethod
-    def from_gbnf(cls, text: str, start: str = "root", *, limits: GrammarLimits = DEFAULT_GRAMMAR_LIMITS) -> Grammar:
-        """Read llama.cpp GBNF text; ``start`` names the start rule."""
+    def from_gbnf(
+        cls,
+        text: str,
+        start: str = "root",
+        *,
+        limits: GrammarLimits = DEFAULT_GRAMMAR_LIMITS,
+        allow_left_recursion: bool = False,
+    ) -> Grammar:
+        """Read llama.cpp GBNF text; ``start`` names the start rule. Left recursion is refused as
+        llama.cpp refuses it, unless ``allow_left_recursion`` (the matcher handles it)."""
         from .gbnf import parse_gbnf
 
-        return parse_gbnf(text, start=start, limits=limits)
+        return parse_gbnf(text, start=start, limits=limits, allow_left_recursion=allow_left_recursion)
 
     @classmethod
     def from_glrm(cls, text: str, *, limits: GrammarLimits = DEFAULT_GRAMMAR_LIMITS) -> Grammar:

@@ -1,0 +1,266 @@
+"""Grammar clean-up after translation: drop what can never match, inline single-use rules.
+
+* *Productive* rules can derive at least one string; references to the others are replaced by
+  "nothing" and the alternatives holding them fall away, so the grammar has no dead ends that a
+  token mask would have to discover (a required property whose schema is ``false``, recursion
+  with no base case...).
+* Unreachable rules are dropped.
+* A rule referenced exactly once, not recursive, is inlined where that keeps bodies shallow.
+
+Everything is iterative: grammars may have many rules and long chains.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from ..grammar import ir
+
+
+def _rebuild(node: ir.Node, leaf: Callable[[ir.Node], ir.Node]) -> ir.Node:
+    """``node`` rebuilt bottom-up with the smart constructors, leaves mapped by ``leaf``."""
+    done: dict[int, ir.Node] = {}
+    stack: list[tuple[ir.Node, bool]] = [(node, False)]
+    while stack:
+        n, expanded = stack.pop()
+        kids = n.children()
+        if not kids:
+            done[id(n)] = leaf(n)
+            continue
+        if not expanded:
+            stack.append((n, True))
+            stack.extend((c, False) for c in kids)
+            continue
+        new = [done[id(c)] for c in kids]
+        if all(a is b for a, b in zip(new, kids)):
+            done[id(n)] = n
+        elif isinstance(n, ir.Seq):
+            done[id(n)] = ir.seq(*new)
+        elif isinstance(n, ir.Alt):
+            done[id(n)] = ir.alt(*new)
+        elif isinstance(n, ir.Repeat):
+            item = new[0]
+            if item == ir.NOTHING:
+                done[id(n)] = ir.EMPTY if n.min == 0 else ir.NOTHING
+            else:
+                done[id(n)] = ir.repeat(item, n.min, n.max)
+        elif isinstance(n, ir.Lexeme):
+            done[id(n)] = ir.NOTHING if new[0] == ir.NOTHING else ir.Lexeme(new[0])
+        elif isinstance(n, ir.Difference):
+            if new[0] == ir.NOTHING:
+                done[id(n)] = ir.NOTHING
+            elif new[1] == ir.NOTHING:
+                done[id(n)] = new[0]
+            else:
+                done[id(n)] = ir.Difference(new[0], new[1])
+        elif isinstance(n, ir.Intersection):
+            if ir.NOTHING in new:
+                done[id(n)] = ir.NOTHING
+            else:
+                done[id(n)] = ir.Intersection(new[0], new[1])
+        else:  # pragma: no cover
+            raise TypeError(type(n))
+    return done[id(node)]
+
+
+def _productive_node(node: ir.Node, productive: set[str]) -> bool:
+    value: dict[int, bool] = {}
+    stack: list[tuple[ir.Node, bool]] = [(node, False)]
+    while stack:
+        n, expanded = stack.pop()
+        kids = n.children()
+        if kids and not expanded:
+            stack.append((n, True))
+            stack.extend((c, False) for c in kids)
+            continue
+        if isinstance(n, ir.Ref):
+            v = n.name in productive
+        elif isinstance(n, ir.CharClass):
+            v = bool(n.codepoints())
+        elif isinstance(n, ir.ByteClass):
+            v = bool(n.byte_ranges())
+        elif isinstance(n, (ir.Literal, ir.Token)):
+            v = True
+        elif isinstance(n, ir.Seq):
+            v = all(value[id(c)] for c in kids)
+        elif isinstance(n, ir.Alt):
+            v = any(value[id(c)] for c in kids)
+        elif isinstance(n, ir.Repeat):
+            v = n.min == 0 or value[id(kids[0])]
+        elif isinstance(n, (ir.Lexeme, ir.Difference)):
+            v = value[id(kids[0])]
+        elif isinstance(n, ir.Intersection):
+            v = value[id(kids[0])] and value[id(kids[1])]
+        else:  # pragma: no cover
+            v = True
+        value[id(n)] = v
+    return value[id(node)]
+
+
+def _ref_counts(node: ir.Node) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for n in ir.iter_nodes(node):
+        if isinstance(n, ir.Ref):
+            out[n.name] = out.get(n.name, 0) + 1
+    return out
+
+
+def _post_order(graph: dict[str, list[str]]) -> list[str]:
+    """Rule names with (non-cyclic) callees before callers (iterative DFS)."""
+    order: list[str] = []
+    seen: set[str] = set()
+    for root in graph:
+        if root in seen:
+            continue
+        seen.add(root)
+        stack = [(root, iter(graph[root]))]
+        while stack:
+            name, it = stack[-1]
+            for r in it:
+                if r not in seen:
+                    seen.add(r)
+                    stack.append((r, iter(graph[r])))
+                    break
+            else:
+                stack.pop()
+                order.append(name)
+    return order
+
+
+def productive_rules(rules: dict[str, ir.Node], refs: dict[str, dict[str, int]]) -> set[str]:
+    graph = {name: [r for r in refs[name] if r in rules] for name in rules}
+    users: dict[str, set[str]] = {}
+    for name, callees in graph.items():
+        for r in callees:
+            users.setdefault(r, set()).add(name)
+    productive: set[str] = set()
+    # one pass callees-first settles every rule outside cycles; a work list finishes the cycles
+    work: list[str] = []
+    for name in _post_order(graph):
+        if _productive_node(rules[name], productive):
+            productive.add(name)
+        else:
+            work.append(name)
+    pending = set(work)
+    stack = [u for name in productive for u in users.get(name, ()) if u in pending]
+    while stack:
+        name = stack.pop()
+        if name in productive or not _productive_node(rules[name], productive):
+            continue
+        productive.add(name)
+        pending.discard(name)
+        stack.extend(u for u in users.get(name, ()) if u in pending)
+    return productive
+
+
+def _sccs_recursive(graph: dict[str, list[str]]) -> set[str]:
+    """Names on a cycle (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on: set[str] = set()
+    stack: list[str] = []
+    out: set[str] = set()
+    counter = 0
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, 0)]
+        while work:
+            v, i = work.pop()
+            if i == 0:
+                index[v] = low[v] = counter
+                counter += 1
+                stack.append(v)
+                on.add(v)
+            succ = graph[v]
+            pushed = False
+            while i < len(succ):
+                w = succ[i]
+                i += 1
+                if w not in index:
+                    work.append((v, i))
+                    work.append((w, 0))
+                    pushed = True
+                    break
+                if w in on:
+                    low[v] = min(low[v], index[w])
+            if pushed:
+                continue
+            if low[v] == index[v]:
+                comp = []
+                while True:
+                    w = stack.pop()
+                    on.discard(w)
+                    comp.append(w)
+                    if w == v:
+                        break
+                if len(comp) > 1 or v in graph[v]:
+                    out.update(comp)
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[v])
+    return out
+
+
+def trim(rules: dict[str, ir.Node], start: str, *, inline_depth: int = 40, max_depth: int = 150) -> dict[str, ir.Node]:
+    """Productive, reachable rules with single-use rules inlined; ``{}`` if ``start`` derives nothing."""
+    refs = {name: _ref_counts(body) for name, body in rules.items()}
+    productive = productive_rules(rules, refs)
+    if start not in productive:
+        return {}
+    dead = set(rules) - productive
+
+    def cut(n: ir.Node) -> ir.Node:
+        return ir.NOTHING if isinstance(n, ir.Ref) and n.name in dead else n
+
+    cleaned: dict[str, ir.Node] = {}
+    for name in rules:
+        if name in productive:
+            body = rules[name]
+            if dead and any(r in dead for r in refs[name]):
+                body = _rebuild(body, cut)
+                refs[name] = _ref_counts(body)
+            cleaned[name] = body
+    # reachable, in breadth-first order from the start
+    order = [start]
+    seen = {start}
+    i = 0
+    while i < len(order):
+        for r in refs[order[i]]:
+            if r in cleaned and r not in seen:
+                seen.add(r)
+                order.append(r)
+        i += 1
+    cleaned = {name: cleaned[name] for name in order}
+    return _inline(cleaned, {n: refs[n] for n in order}, start, inline_depth, max_depth)
+
+
+def _inline(
+    rules: dict[str, ir.Node], refs: dict[str, dict[str, int]], start: str, inline_depth: int, max_depth: int
+) -> dict[str, ir.Node]:
+    count: dict[str, int] = {}
+    for name in rules:
+        for r, k in refs[name].items():
+            count[r] = count.get(r, 0) + k
+    graph = {name: [r for r in refs[name] if r in rules] for name in rules}
+    recursive = _sccs_recursive(graph)
+    candidates = {n for n, c in count.items() if c == 1 and n != start and n not in recursive and n in rules}
+    if not candidates:
+        return rules
+    order = _post_order(graph)
+    final: dict[str, ir.Node] = {}
+    depth_of: dict[str, int] = {}
+    inlined: set[str] = set()
+    for name in order:
+        body = rules[name]
+        subs = [r for r in refs[name] if r in candidates and depth_of.get(r, max_depth) <= inline_depth]
+        if subs:
+            d0 = ir.depth(body)
+            if d0 <= max_depth - inline_depth:
+                chosen = set(subs)
+                inlined.update(chosen)
+                body = _rebuild(body, lambda n: final[n.name] if isinstance(n, ir.Ref) and n.name in chosen else n)
+        final[name] = body
+        if name in candidates:
+            depth_of[name] = ir.depth(body)
+    return {name: final[name] for name in rules if name not in inlined}
