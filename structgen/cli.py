@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -116,7 +117,11 @@ def cmd_compile(args: argparse.Namespace) -> int:
     output_type = load_output_type(args.schema)
     with _Step("compiling", quiet=args.quiet):
         grammar = _grammar_of(output_type, _schema_options(args), for_generation=False)
-    sys.stdout.write(grammar.to_gbnf() if args.format == "gbnf" else grammar.to_glrm())
+    try:
+        text = grammar.to_gbnf() if args.format == "gbnf" else grammar.to_glrm()
+    except ImportError as e:  # a writer not in this build
+        raise StructgenError(f"no {args.format.upper()} writer in this build of structgen ({e})") from e
+    sys.stdout.write(text)
     if not sys.stdout.isatty():
         sys.stdout.write("\n")
     return 0
@@ -304,6 +309,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except StructgenError as e:
         print(f"structgen: error: {e}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader went away (`structgen compile s.json | head`)
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - nothing more is written
+        return 0
     except OSError as e:
         print(f"structgen: error: {e}", file=sys.stderr)
         return 2
