@@ -7,7 +7,8 @@ The data flow, and the package layout that follows it:
   with an exact byte-level reference matcher;
 * :mod:`structgen.vocab` and :mod:`structgen.engine` - a grammar and a tokenizer vocabulary
   compile into a reusable ``Constraint`` whose per-request state gives next-token masks;
-* :mod:`structgen.integrations`, :mod:`structgen.generate`, :mod:`structgen.cli` - the front.
+* :mod:`structgen.integrations`, :mod:`structgen.generation` (``generate``, ``stream``),
+  :mod:`structgen.tools`, :mod:`structgen.cli` - the front.
 """
 
 from .errors import (
@@ -20,21 +21,32 @@ from .errors import (
     StructgenError,
     VocabError,
 )
+from .generation import GenerationResult, Stream, generate, generate_result, stream
 from .grammar import Grammar
 from .limits import GrammarLimits
+from .tools import FinalAnswer, Tool, ToolCall, ToolSet
 
 __version__ = "0.1.0"
 
 __all__ = [
     "ConstraintError",
+    "FinalAnswer",
     "GenerationError",
+    "GenerationResult",
     "Grammar",
     "GrammarError",
     "GrammarLimits",
     "LimitError",
     "RegexError",
     "SchemaError",
+    "Stream",
     "StructgenError",
+    "Tool",
+    "ToolCall",
+    "ToolSet",
     "VocabError",
     "__version__",
+    "generate",
+    "generate_result",
+    "stream",
 ]

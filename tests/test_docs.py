@@ -1,0 +1,37 @@
+"""The python code blocks of the user docs run, each page as one script (marked ``model``)."""
+
+from __future__ import annotations
+
+import importlib.util
+import pathlib
+import re
+
+import pytest
+
+pytestmark = pytest.mark.model
+
+DOCS = pathlib.Path(__file__).resolve().parent.parent / "docs"
+BLOCK = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
+
+
+def code_of(page: str) -> str:
+    return "\n".join(BLOCK.findall((DOCS / page).read_text(encoding="utf-8")))
+
+
+def test_pages_have_code():
+    for page in ("quickstart.md", "adapters.md", "tools.md"):
+        assert code_of(page).strip(), page
+
+
+@pytest.mark.parametrize("page", ["quickstart.md", "adapters.md", "tools.md"])
+def test_page_runs(page):
+    from structgen.models import find_model
+
+    if importlib.util.find_spec("llama_cpp") is None or find_model("smollm2") is None:
+        pytest.skip("needs llama-cpp-python and the SmolLM2 model")
+    if page == "adapters.md":
+        for module in ("torch", "transformers", "accelerate"):
+            if importlib.util.find_spec(module) is None:
+                pytest.skip(f"needs {module}")
+    code = compile(code_of(page), str(DOCS / page), "exec")
+    exec(code, {"__name__": f"docs_{page[:-3]}"})
