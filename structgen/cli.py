@@ -203,7 +203,7 @@ def _json_schema_verdict(schema: Any, data: bytes) -> str:
 
 def cmd_generate(args: argparse.Namespace) -> int:
     from .constraint_cache import constraint_for
-    from .generation import stream
+    from .generate import stream
     from .integrations.protocol import as_runtime
     from .models import load_llama, require_model
     from .output_types import resolve_output

@@ -41,7 +41,7 @@ def messages() -> list[dict[str, str]]:
 
 def run(llm: Any, *, seed: int = 0, temperature: float = 0.0, out: Any = None) -> Person:
     """Run the demo with a loaded ``llama_cpp.Llama``; returns the validated :class:`Person`."""
-    from .generation import generate_result
+    from .generate import generate_result
     from .integrations.protocol import as_runtime
 
     out = out or sys.stdout

@@ -324,7 +324,7 @@ def run_agent(
         raise StructgenError("run_agent needs a tool set with a final answer (ToolSet(..., final_answer=str))")
     if max_steps < 1:
         raise StructgenError("max_steps must be at least 1")
-    from .generation import generate
+    from .generate import generate
 
     history = [dict(m) for m in messages]
     calls: list[tuple[ToolCall, Any]] = []

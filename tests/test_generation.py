@@ -11,7 +11,7 @@ import pytest
 
 from structgen import GenerationError, Grammar, LimitError, StructgenError, VocabError
 from structgen.constraint_cache import constraint_for
-from structgen.generation import ENGINE_HAS_BUDGET, generate, generate_result, stream
+from structgen.generate import ENGINE_HAS_BUDGET, generate, generate_result, stream
 from structgen.grammar import ir
 from structgen.integrations import PrefixLogitsRuntime
 from structgen.sampling import Sampler, SamplingOptions
@@ -176,7 +176,7 @@ def test_budget_closes_unbounded_output_within_max_tokens(vocab):
     if not ENGINE_HAS_BUDGET:
         pytest.fail(
             "the engine has no token budget yet: State.mask_words(budget=k) is needed for outputs that "
-            "always close within max_tokens (structgen.generation.ENGINE_HAS_BUDGET is False)"
+            "always close within max_tokens (structgen.generate.ENGINE_HAS_BUDGET is False)"
         )
     g = Grammar({"root": ir.seq(L('["'), ir.star(LOWER), L('"'), ir.star(ir.seq(L(', "'), ir.star(LOWER), L('"'))), L("]"))})
     rt = ScriptedRuntime(vocab, '["' + "abcdefgh" * 40, noise=2.0)

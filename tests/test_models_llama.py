@@ -14,7 +14,7 @@ import pytest
 from pydantic import BaseModel
 
 from structgen import GenerationError, LimitError, SchemaError, StructgenError, VocabError
-from structgen.generation import generate, generate_result, stream
+from structgen.generate import generate, generate_result, stream
 from structgen.integrations.llama_cpp import LlamaCppRuntime, logits_processor
 from structgen.output_types import resolve_output
 from structgen.tools import FinalAnswer, ToolCall, ToolDefinitionError, ToolSet, run_agent

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from structgen import VocabError
-from structgen.generation import generate, generate_result
+from structgen.generate import generate, generate_result
 from structgen.integrations.transformers import StructgenLogitsProcessor, TransformersRuntime
 from structgen.output_types import resolve_output
 from structgen.tools import ToolCall

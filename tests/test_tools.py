@@ -290,7 +290,7 @@ def vocab():
 
 
 def test_generate_returns_a_typed_call(vocab):
-    from structgen.generation import generate
+    from structgen.generate import generate
 
     script = '{"name": "get_weather", "arguments": {"city": "Lima", "unit": "celsius"}}'
     out = generate(ScriptedRuntime(vocab, script), [get_weather, add], "p", seed=0)
@@ -299,7 +299,7 @@ def test_generate_returns_a_typed_call(vocab):
 
 
 def test_generated_calls_are_always_valid(vocab):
-    from structgen.generation import ENGINE_HAS_BUDGET, generate
+    from structgen.generate import ENGINE_HAS_BUDGET, generate
 
     if not ENGINE_HAS_BUDGET:
         pytest.skip("noise never closes a string: needs the engine's token budget (State.mask_words(budget=...))")

@@ -27,7 +27,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from model_cases import CASES
 
-    from structgen.generation import generate_result
+    from structgen.generate import generate_result
     from structgen.models import load_llama, require_model
 
     for name in args.models:

@@ -171,7 +171,7 @@ class LlamaCppLogitsProcessor:
 
     def __init__(self, vocab: Any, output_type: Any, *, max_tokens: int | None = None, **schema_options: Any) -> None:
         from ..constraint_cache import constraint_for
-        from ..generation import ENGINE_HAS_BUDGET
+        from ..generate import ENGINE_HAS_BUDGET
         from ..output_types import resolve_output
 
         self.vocab = vocab

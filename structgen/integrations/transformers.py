@@ -176,7 +176,7 @@ class StructgenLogitsProcessor:
         **schema_options: Any,
     ) -> None:
         from ..constraint_cache import constraint_for
-        from ..generation import ENGINE_HAS_BUDGET
+        from ..generate import ENGINE_HAS_BUDGET
         from ..output_types import resolve_output
         from ..vocab import Vocab
 
