@@ -19,7 +19,8 @@ from ..errors import LimitError, SchemaError
 from ..grammar import Grammar
 from .algebra import intersect, intersect_all, union
 from .disjoint import disjoint
-from .keywords import ANNOTATIONS, KNOWN, const_schema, normalize_object
+from .evaluate import accepts, finite_members
+from .keywords import ANNOTATIONS, KNOWN, const_schema, enum_schema, normalize_object
 from .loader import Document, pointer_text
 from .model import (
     ANY,
@@ -194,7 +195,21 @@ class Compiler:
 
     # -- combinators ----------------------------------------------------------------------------
 
+    def _filter_finite(self, base: Schema | None, keep: Any) -> Schema | None:
+        """When ``base`` is a small finite set of values, the schema of those ``keep`` accepts
+        (exact whatever the keywords involved); None otherwise."""
+        if base is None:
+            return None
+        members = finite_members(base)
+        if members is None:
+            return None
+        kept = [v for v in members if keep(v)]
+        return enum_schema(kept, self) if kept else NEVER
+
     def complement_or_refuse(self, s: Schema, keyword: str, pointer: str, within: Schema | None = None) -> Schema:
+        filtered = self._filter_finite(within, lambda v: not accepts(s, v, self))
+        if filtered is not None:
+            return filtered
         try:
             return complement(s, self, within)
         except Unsupported as e:
@@ -211,6 +226,9 @@ class Compiler:
         """
         if len(branches) == 1:
             return intersect(branches[0], base, self)
+        filtered = self._filter_finite(base, lambda v: sum(1 for b in branches if accepts(b, v, self)) == 1)
+        if filtered is not None:
+            return filtered
         restricted = [intersect(b, base, self) for b in branches]
         parts: list[Schema] = []
         trues = [sum(1 for b in restricted if flag in b.boolean) for flag in (False, True)]
@@ -271,6 +289,11 @@ class Compiler:
             return other
         if then.is_any() and other.is_any():
             return ANY
+        filtered = self._filter_finite(
+            base, lambda v: accepts(then, v, self) if accepts(cond, v, self) else accepts(other, v, self)
+        )
+        if filtered is not None:
+            return filtered
         try:
             negated = complement(cond, self, base)
             return union([intersect(cond, then, self), intersect(negated, other, self)], self)

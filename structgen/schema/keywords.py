@@ -542,6 +542,8 @@ def normalize_object(ctx: Any, ptr: tuple, node: Any) -> Schema:
             if kw in node:
                 ctx.note_ignored(p, kw, "no effect without if")
     result = intersect_all(parts, ctx)
+    if result.is_empty() and not base.is_empty():
+        ctx.note_empty(next(k for k in ("oneOf", "not", "if") if k in node), p)
     if result.is_empty() and parts and not any(s.is_empty() for s in parts):
         ctx.note_empty(_first_constraint(node), p)
     return result
