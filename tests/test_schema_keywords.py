@@ -274,3 +274,9 @@ def test_complement_of_additional_properties() -> None:
     check({"type": "object", "oneOf": branches}, [{"a": 1}, {"b": 1}], [{}, {"a": 1, "b": 2}, {"c": 1}])
     schema = {"type": "object", "not": {"properties": {"a": {}}, "additionalProperties": {"type": "integer"}}}
     check(schema, [{"b": "s"}, {"a": 1, "b": "x"}, {"b": 1, "c": "x"}], [{}, {"a": 1}, {"b": 1}])
+
+
+def test_combinators_over_finite_values_are_exact() -> None:
+    check({"enum": [1, 2, 3, 6], "oneOf": [{"multipleOf": 2}, {"multipleOf": 3}]}, [2, 3], [1, 6])
+    check({"enum": [{"fo": 1}, {"foo": "x"}], "not": {"patternProperties": {"f.*o": {"type": "integer"}}}}, [{"foo": "x"}], [{"fo": 1}])
+    check({"enum": [1, 2, 3, 6], "if": {"multipleOf": 2}, "then": {"minimum": 3}, "else": {"maximum": 1}}, [1, 6], [2, 3])

@@ -15,7 +15,7 @@ from fractions import Fraction
 from typing import Any, Callable, Sequence, TypeVar
 
 from ..errors import LimitError
-from .objkeys import key_verdict
+from .objkeys import key_verdict, policy_verdict
 from .model import (
     FALSE,
     NEVER,
@@ -180,7 +180,10 @@ def intersect_string(a: StrAlt, b: StrAlt, ctx: Any) -> StrAlt | None:
 
 
 def _merge_unique(a: tuple, b: tuple) -> tuple:
-    return a + tuple(x for x in b if x not in a)
+    if not a or not b:
+        return a or b
+    seen = set(a)
+    return a + tuple(x for x in b if x not in seen)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -231,18 +234,20 @@ def intersect_object(a: ObjectC, b: ObjectC, ctx: Any) -> ObjectC | None:
         a.ptr or b.ptr,
         _merge_unique(a.witnesses, b.witnesses),
     )
-    # a required key whose value no schema allows empties the record: checked where both sides
-    # say something about the key (a discriminator ``const`` against another one...)
-    a_keys = {k for p in a.policies for k, _ in p.props}
-    b_keys = {k for p in b.policies for k, _ in p.props}
-    for k in merged.required:
-        verdict = key_verdict(merged, k, ctx)
-        if verdict is FALSE:
-            return None
-        if k in a_keys and k in b_keys:
-            vs = ctx.try_normalize(verdict)
-            if vs is not None and vs.is_empty():
+    # a required key that one side forbids outright, or whose values the two sides' discriminator
+    # ``const``/``enum`` schemas cannot share, empties the record (each side alone was consistent)
+    for this, other in ((a, b), (b, a)):
+        for k in this.required:
+            if any(policy_verdict(p, k, ctx) is FALSE for p in other.policies):
                 return None
+    for k in merged.required:
+        va = key_verdict(a, k, ctx) if a.policies else None
+        vb = key_verdict(b, k, ctx) if b.policies else None
+        if va is None or vb is None or not (ctx.is_value_like(va) and ctx.is_value_like(vb)):
+            continue
+        vs = ctx.try_normalize(all_of(va, vb))
+        if vs is not None and vs.is_empty():
+            return None
     return merged
 
 

@@ -19,7 +19,8 @@ from ..errors import LimitError, SchemaError
 from ..grammar import Grammar
 from .algebra import intersect, intersect_all, union
 from .disjoint import disjoint
-from .keywords import ANNOTATIONS, KNOWN, const_schema, normalize_object
+from .evaluate import accepts, finite_members
+from .keywords import ANNOTATIONS, KNOWN, const_schema, enum_schema, normalize_object
 from .loader import Document, pointer_text
 from .model import (
     ANY,
@@ -68,6 +69,9 @@ def _only(s: Schema, type_name: str) -> Schema:
     return replace(NEVER, **{type_name: getattr(s, type_name)})
 
 
+_NO_TAINT = 1 << 30
+
+
 class _Cycle(SchemaError):
     """A subschema was needed while it was being normalised."""
 
@@ -83,6 +87,8 @@ class Compiler:
         self._cache: dict[Handle, Schema] = {}
         self._active: list[Handle] = []
         self._active_set: set[Handle] = set()
+        self._via: list[str | None] = []  # the keyword each active handle was entered by
+        self._taint = _NO_TAINT  # active positions from here up assumed a cycle back-edge
         self._where: list[str] = [""]
         self._string_grammars: dict[tuple[str, str], Grammar | None] = {}
 
@@ -134,10 +140,23 @@ class Compiler:
     # -- normalisation ----------------------------------------------------------------------------
 
     def normalize(self, h: Handle, via: tuple[str, str] | None = None) -> Schema:
+        """The normal form of ``h`` (cached).
+
+        A subschema that refers back to itself in place through ``allOf`` (and ``$ref``s),
+        ``A = allOf[$ref A, P]``, adds nothing to itself: the back reference counts as ``true``
+        (the greatest solution, ``A = P``), and what was computed under that assumption inside
+        the cycle is not cached. Any other in-place cycle (``$ref`` alone, ``anyOf``, ``not``...)
+        has no well-defined meaning and is an error.
+        """
         cached = self._cache.get(h)
         if cached is not None:
             return cached
         if h in self._active_set:
+            index = self._active.index(h)
+            steps = self._via[index + 1 :] + [via[0] if via is not None else None]
+            if "allOf" in steps and all(step in ("$ref", "allOf") for step in steps):
+                self._taint = min(self._taint, index + 1)
+                return ANY
             kw, p = via if via is not None else ("$ref", self.where)
             raise _Cycle("reference cycle with no base case (the schema refers to itself in place)", keyword=kw, pointer=p)
         if len(self._active) >= self.opts.max_applicator_depth:
@@ -148,7 +167,9 @@ class Compiler:
             )
         if len(self._cache) >= self.opts.max_schema_nodes:
             raise LimitError("too many distinct subschemas", limit="max_schema_nodes", value=self.opts.max_schema_nodes)
+        position = len(self._active)
         self._active.append(h)
+        self._via.append(via[0] if via is not None else None)
         self._active_set.add(h)
         pushed = isinstance(h, Loc)
         if pushed:
@@ -157,10 +178,14 @@ class Compiler:
             result = self._normalize(h)
         finally:
             self._active.pop()
+            self._via.pop()
             self._active_set.discard(h)
             if pushed:
                 self._where.pop()
-        self._cache[h] = result
+        if position < self._taint:
+            self._cache[h] = result
+        if position <= self._taint:
+            self._taint = _NO_TAINT
         return result
 
     def try_normalize(self, h: Handle) -> Schema | None:
@@ -168,10 +193,32 @@ class Compiler:
         being normalised: proofs that look inside subschemas must then give up)."""
         try:
             return self.normalize(h)
-        except _Cycle:
-            if not self._active:
-                raise
+        except _Cycle:  # a genuine in-place cycle is reported when the handle is emitted
             return None
+
+    def is_value_like(self, h: Handle) -> bool:
+        """Whether ``h`` is a ``const``/``enum`` (directly or through one ``$ref``): cheap to
+        normalise, and what discriminators are made of."""
+        if isinstance(h, ConstH):
+            return True
+        if isinstance(h, AllOfH):
+            return any(self.is_value_like(x) for x in h.items)
+        if not isinstance(h, Loc):
+            return False
+        node = self.doc.at(h.ptr)
+        for _ in range(2):
+            if not isinstance(node, dict):
+                return False
+            if "const" in node or "enum" in node:
+                return True
+            ref = node.get("$ref")
+            if not isinstance(ref, str):
+                return False
+            try:
+                node = self.doc.at(self.doc.resolve(ref, h.ptr))
+            except SchemaError:
+                return False
+        return False
 
     def _normalize(self, h: Handle) -> Schema:
         if isinstance(h, AnyH):
@@ -194,7 +241,21 @@ class Compiler:
 
     # -- combinators ----------------------------------------------------------------------------
 
+    def _filter_finite(self, base: Schema | None, keep: Any) -> Schema | None:
+        """When ``base`` is a small finite set of values, the schema of those ``keep`` accepts
+        (exact whatever the keywords involved); None otherwise."""
+        if base is None:
+            return None
+        members = finite_members(base)
+        if members is None:
+            return None
+        kept = [v for v in members if keep(v)]
+        return enum_schema(kept, self) if kept else NEVER
+
     def complement_or_refuse(self, s: Schema, keyword: str, pointer: str, within: Schema | None = None) -> Schema:
+        filtered = self._filter_finite(within, lambda v: not accepts(s, v, self))
+        if filtered is not None:
+            return filtered
         try:
             return complement(s, self, within)
         except Unsupported as e:
@@ -211,6 +272,9 @@ class Compiler:
         """
         if len(branches) == 1:
             return intersect(branches[0], base, self)
+        filtered = self._filter_finite(base, lambda v: sum(1 for b in branches if accepts(b, v, self)) == 1)
+        if filtered is not None:
+            return filtered
         restricted = [intersect(b, base, self) for b in branches]
         parts: list[Schema] = []
         trues = [sum(1 for b in restricted if flag in b.boolean) for flag in (False, True)]
@@ -271,6 +335,11 @@ class Compiler:
             return other
         if then.is_any() and other.is_any():
             return ANY
+        filtered = self._filter_finite(
+            base, lambda v: accepts(then, v, self) if accepts(cond, v, self) else accepts(other, v, self)
+        )
+        if filtered is not None:
+            return filtered
         try:
             negated = complement(cond, self, base)
             return union([intersect(cond, then, self), intersect(negated, other, self)], self)

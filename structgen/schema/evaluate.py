@@ -97,3 +97,40 @@ def _object_accepts(rec: ObjectC, value: dict, ctx: Any, depth: int) -> bool:
 
 def number_value_accepted(s: Schema, f: Any) -> bool:
     return any((f in a.values) if isinstance(a, NumValues) else number_accepts(a, f) for a in s.number if isinstance(a, (NumValues, NumberC)))
+
+
+def finite_members(s: Schema, limit: int = 256) -> list[Any] | None:
+    """The values of ``s`` if it is a small finite set (an ``enum``, possibly narrowed), else None.
+
+    Containers count only in the exact form ``const``/``enum`` gives them."""
+    from .jsonvalue import fraction_to_python
+    from .model import ConstH, NeverH
+
+    out: list[Any] = []
+    if s.null:
+        out.append(None)
+    out.extend(sorted(s.boolean))
+    for a in s.number:
+        if not isinstance(a, NumValues):
+            return None
+        out.extend(fraction_to_python(v) for v in sorted(a.values))
+    for a in s.string:
+        if not isinstance(a, StrValues):
+            return None
+        out.extend(sorted(a.values))
+    for arr in s.array:
+        if not (isinstance(arr.items, NeverH) and arr.min_items == len(arr.prefix) == arr.max_items and not arr.contains):
+            return None
+        if not all(isinstance(h, ConstH) for h in arr.prefix):
+            return None
+        out.append([h.value for h in arr.prefix])  # type: ignore[attr-defined]
+    for obj in s.object:
+        if len(obj.policies) != 1 or obj.names or obj.dep_required or obj.dep_schemas or obj.witnesses:
+            return None
+        pol = obj.policies[0]
+        if pol.patterns or not isinstance(pol.additional, NeverH) or not all(isinstance(h, ConstH) for _, h in pol.props):
+            return None
+        if obj.required != frozenset(k for k, _ in pol.props) or obj.min_props or obj.max_props is not None:
+            return None
+        out.append({k: h.value for k, h in pol.props})  # type: ignore[attr-defined]
+    return out if len(out) <= limit else None

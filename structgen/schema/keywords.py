@@ -131,6 +131,29 @@ def _string_list(v: Any, kw: str, ptr: tuple) -> list[str]:
 
 
 # ---------------------------------------------------------------------------------------------
+# Subschema handles
+
+
+def sub(ctx: Any, ptr: tuple) -> Handle:
+    """The handle of the subschema at ``ptr``; a bare ``{"$ref": ...}`` (annotations aside) is
+    replaced by its target, so that equal subschemas share one handle (and one rule)."""
+    for _ in range(8):
+        node = ctx.doc.at(ptr)
+        if not isinstance(node, dict) or not isinstance(node.get("$ref"), str):
+            break
+        if any(k != "$ref" and k not in ANNOTATIONS for k in node) or "$id" in node or "$schema" in node:
+            break
+        ctx.account(pointer_text(ptr), node)
+        ptr = ctx.doc.resolve(node["$ref"], ptr)
+    node = ctx.doc.at(ptr)
+    if node is True:
+        return TRUE
+    if node is False:
+        return FALSE
+    return Loc(ptr)
+
+
+# ---------------------------------------------------------------------------------------------
 # Values
 
 
@@ -279,18 +302,18 @@ def _array_schema(node: dict, ptr: tuple, ctx: Any) -> Schema | None:
     prefix: tuple[Handle, ...] = ()
     items: Handle = TRUE
     if "prefixItems" in node:
-        prefix = tuple(Loc(ptr + ("prefixItems", i)) for i in range(len(_schema_list(node, "prefixItems", ptr))))
+        prefix = tuple(sub(ctx, ptr + ("prefixItems", i)) for i in range(len(_schema_list(node, "prefixItems", ptr))))
     if "items" in node:
         v = node["items"]
         if isinstance(v, list):  # draft-07 tuple form
             _schema_list(node, "items", ptr, nonempty=False)
-            prefix = tuple(Loc(ptr + ("items", i)) for i in range(len(v)))
+            prefix = tuple(sub(ctx, ptr + ("items", i)) for i in range(len(v)))
             if "additionalItems" in node:
                 _schema_value(node, "additionalItems", ptr)
-                items = Loc(ptr + ("additionalItems",))
+                items = sub(ctx, ptr + ("additionalItems",))
         else:
             _schema_value(node, "items", ptr)
-            items = Loc(ptr + ("items",))
+            items = sub(ctx, ptr + ("items",))
     elif "additionalItems" in node:
         ctx.note_ignored(p, "additionalItems", "no effect without array-form items")
     lo = _nonneg_int(node, "minItems", ptr) or 0
@@ -303,7 +326,7 @@ def _array_schema(node: dict, ptr: tuple, ctx: Any) -> Schema | None:
         _schema_value(node, "contains", ptr)
         cmin = _nonneg_int(node, "minContains", ptr)
         cmax = _nonneg_int(node, "maxContains", ptr)
-        contains = ((Loc(ptr + ("contains",)), 1 if cmin is None else cmin, cmax),)
+        contains = ((sub(ctx, ptr + ("contains",)), 1 if cmin is None else cmin, cmax),)
     else:
         for kw in ("minContains", "maxContains"):
             if kw in node:
@@ -322,14 +345,14 @@ def _object_schema(node: dict, ptr: tuple, ctx: Any) -> Schema | None:
     props: tuple = ()
     patterns: tuple = ()
     if "properties" in node:
-        props = tuple((k, Loc(ptr + ("properties", k))) for k in _schema_map(node, "properties", ptr))
+        props = tuple((k, sub(ctx, ptr + ("properties", k))) for k in _schema_map(node, "properties", ptr))
     if "patternProperties" in node:
         pats = _schema_map(node, "patternProperties", ptr)
-        patterns = tuple((k, Loc(ptr + ("patternProperties", k))) for k in pats)
+        patterns = tuple((k, sub(ctx, ptr + ("patternProperties", k))) for k in pats)
     additional: Handle = TRUE
     if "additionalProperties" in node:
         _schema_value(node, "additionalProperties", ptr)
-        additional = Loc(ptr + ("additionalProperties",))
+        additional = sub(ctx, ptr + ("additionalProperties",))
     if ctx.opts.strict and (props or patterns) and node.get("additionalProperties", True) is True:
         additional = FALSE  # strict: only what the object lists, even where it allows more
     required: list[str] = []
@@ -340,7 +363,7 @@ def _object_schema(node: dict, ptr: tuple, ctx: Any) -> Schema | None:
     names: tuple = ()
     if "propertyNames" in node:
         _schema_value(node, "propertyNames", ptr)
-        names = (Loc(ptr + ("propertyNames",)),)
+        names = (sub(ctx, ptr + ("propertyNames",)),)
     dep_required: list[tuple[str, tuple[str, ...]]] = []
     dep_schemas: list[tuple[str, Handle]] = []
     if "dependentRequired" in node:
@@ -351,7 +374,7 @@ def _object_schema(node: dict, ptr: tuple, ctx: Any) -> Schema | None:
             dep_required.append((k, tuple(_string_list(deps, "dependentRequired", ptr))))
     if "dependentSchemas" in node:
         for k in _schema_map(node, "dependentSchemas", ptr):
-            dep_schemas.append((k, Loc(ptr + ("dependentSchemas", k))))
+            dep_schemas.append((k, sub(ctx, ptr + ("dependentSchemas", k))))
     if "dependencies" in node:
         v = node["dependencies"]
         if not isinstance(v, dict):
@@ -360,7 +383,7 @@ def _object_schema(node: dict, ptr: tuple, ctx: Any) -> Schema | None:
             if isinstance(dep, list):
                 dep_required.append((k, tuple(_string_list(dep, "dependencies", ptr))))
             elif isinstance(dep, (dict, bool)):
-                dep_schemas.append((k, Loc(ptr + ("dependencies", k))))
+                dep_schemas.append((k, sub(ctx, ptr + ("dependencies", k))))
             else:
                 raise _bad("dependencies", ptr, "values must be arrays of strings or schemas")
     dep_required = [(k, d) for k, d in dep_required if d]
@@ -542,6 +565,8 @@ def normalize_object(ctx: Any, ptr: tuple, node: Any) -> Schema:
             if kw in node:
                 ctx.note_ignored(p, kw, "no effect without if")
     result = intersect_all(parts, ctx)
+    if result.is_empty() and not base.is_empty():
+        ctx.note_empty(next(k for k in ("oneOf", "not", "if") if k in node), p)
     if result.is_empty() and parts and not any(s.is_empty() for s in parts):
         ctx.note_empty(_first_constraint(node), p)
     return result

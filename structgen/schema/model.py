@@ -114,12 +114,14 @@ class Fixed(Handle):
 def all_of(*items: Handle) -> Handle:
     """Intersection of handles, flattened; ``TRUE`` dropped, ``FALSE`` absorbing."""
     out: list[Handle] = []
+    seen: set[Handle] = set()
     for h in items:
         for sub in h.items if isinstance(h, AllOfH) else (h,):
             if sub is FALSE or isinstance(sub, NeverH):
                 return FALSE
-            if isinstance(sub, AnyH) or sub in out:
+            if isinstance(sub, AnyH) or sub in seen:
                 continue
+            seen.add(sub)
             out.append(sub)
     if not out:
         return TRUE
@@ -128,12 +130,14 @@ def all_of(*items: Handle) -> Handle:
 
 def any_of(*items: Handle) -> Handle:
     out: list[Handle] = []
+    seen: set[Handle] = set()
     for h in items:
         for sub in h.items if isinstance(h, AnyOfH) else (h,):
             if isinstance(sub, AnyH):
                 return TRUE
-            if isinstance(sub, NeverH) or sub in out:
+            if isinstance(sub, NeverH) or sub in seen:
                 continue
+            seen.add(sub)
             out.append(sub)
     if not out:
         return FALSE

@@ -202,6 +202,11 @@ def _sccs_recursive(graph: dict[str, list[str]]) -> set[str]:
     return out
 
 
+#: Inlining is cosmetic (fewer rules, same language); above this many rules it is skipped to
+#: keep translation time linear.
+INLINE_MAX_RULES = 2000
+
+
 def trim(rules: dict[str, ir.Node], start: str, *, inline_depth: int = 40, max_depth: int = 150) -> dict[str, ir.Node]:
     """Productive, reachable rules with single-use rules inlined; ``{}`` if ``start`` derives nothing."""
     refs = {name: _ref_counts(body) for name, body in rules.items()}
@@ -232,6 +237,8 @@ def trim(rules: dict[str, ir.Node], start: str, *, inline_depth: int = 40, max_d
                 order.append(r)
         i += 1
     cleaned = {name: cleaned[name] for name in order}
+    if len(cleaned) > INLINE_MAX_RULES:
+        return cleaned
     return _inline(cleaned, {n: refs[n] for n in order}, start, inline_depth, max_depth)
 
 
