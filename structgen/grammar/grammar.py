@@ -14,6 +14,7 @@ from typing import Literal as Lit
 from ..errors import GrammarError
 from ..limits import DEFAULT_GRAMMAR_LIMITS, GrammarLimits
 from . import ir
+from .graphs import nodes_on_cycles
 
 if TYPE_CHECKING:
     from .matcher import Matcher
@@ -148,51 +149,7 @@ class Grammar:
         if self._recursive is not None:
             return self._recursive
         graph = {name: sorted(ir.refs(body) & self._rules.keys()) for name, body in self._rules.items()}
-        index: dict[str, int] = {}
-        low: dict[str, int] = {}
-        on_stack: set[str] = set()
-        stack: list[str] = []
-        result: set[str] = set()
-        counter = 0
-        for root in graph:
-            if root in index:
-                continue
-            work: list[tuple[str, int]] = [(root, 0)]
-            while work:
-                v, i = work.pop()
-                if i == 0:
-                    index[v] = low[v] = counter
-                    counter += 1
-                    stack.append(v)
-                    on_stack.add(v)
-                recurse = False
-                succ = graph[v]
-                while i < len(succ):
-                    w = succ[i]
-                    i += 1
-                    if w not in index:
-                        work.append((v, i))
-                        work.append((w, 0))
-                        recurse = True
-                        break
-                    if w in on_stack:
-                        low[v] = min(low[v], index[w])
-                if recurse:
-                    continue
-                if low[v] == index[v]:
-                    comp = []
-                    while True:
-                        w = stack.pop()
-                        on_stack.discard(w)
-                        comp.append(w)
-                        if w == v:
-                            break
-                    if len(comp) > 1 or v in graph[v]:
-                        result.update(comp)
-                if work:
-                    parent = work[-1][0]
-                    low[parent] = min(low[parent], low[v])
-        self._recursive = frozenset(result)
+        self._recursive = frozenset(nodes_on_cycles(graph))
         return self._recursive
 
     # -- binding --------------------------------------------------------------------------
@@ -257,9 +214,7 @@ class Grammar:
         return parse_glrm(text, limits=limits)
 
     @classmethod
-    def from_regex(
-        cls, pattern: str, *, flavor: str = "ecma", search: bool | None = None, flags: str = ""
-    ) -> Grammar:
+    def from_regex(cls, pattern: str, *, flavor: str = "ecma", search: bool | None = None, flags: str = "") -> Grammar:
         """A grammar for a regular expression (see ``docs/regex.md``).
 
         ``flavor="ecma"`` reads the ECMA-262 subset JSON Schema ``pattern`` uses; an unanchored

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Callable
 
 from ..grammar import ir
+from ..grammar.graphs import nodes_on_cycles
 
 
 def _rebuild(node: ir.Node, leaf: Callable[[ir.Node], ir.Node]) -> ir.Node:
@@ -153,55 +154,6 @@ def productive_rules(rules: dict[str, ir.Node], refs: dict[str, dict[str, int]])
     return productive
 
 
-def _sccs_recursive(graph: dict[str, list[str]]) -> set[str]:
-    """Names on a cycle (Tarjan, iterative)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    on: set[str] = set()
-    stack: list[str] = []
-    out: set[str] = set()
-    counter = 0
-    for root in graph:
-        if root in index:
-            continue
-        work = [(root, 0)]
-        while work:
-            v, i = work.pop()
-            if i == 0:
-                index[v] = low[v] = counter
-                counter += 1
-                stack.append(v)
-                on.add(v)
-            succ = graph[v]
-            pushed = False
-            while i < len(succ):
-                w = succ[i]
-                i += 1
-                if w not in index:
-                    work.append((v, i))
-                    work.append((w, 0))
-                    pushed = True
-                    break
-                if w in on:
-                    low[v] = min(low[v], index[w])
-            if pushed:
-                continue
-            if low[v] == index[v]:
-                comp = []
-                while True:
-                    w = stack.pop()
-                    on.discard(w)
-                    comp.append(w)
-                    if w == v:
-                        break
-                if len(comp) > 1 or v in graph[v]:
-                    out.update(comp)
-            if work:
-                parent = work[-1][0]
-                low[parent] = min(low[parent], low[v])
-    return out
-
-
 #: Inlining is cosmetic (fewer rules, same language); above this many rules it is skipped to
 #: keep translation time linear.
 INLINE_MAX_RULES = 2000
@@ -250,7 +202,7 @@ def _inline(
         for r, k in refs[name].items():
             count[r] = count.get(r, 0) + k
     graph = {name: [r for r in refs[name] if r in rules] for name in rules}
-    recursive = _sccs_recursive(graph)
+    recursive = nodes_on_cycles(graph)
     candidates = {n for n, c in count.items() if c == 1 and n != start and n not in recursive and n in rules}
     if not candidates:
         return rules
