@@ -63,12 +63,16 @@ def _transformers(name: str):
 
 @pytest.fixture(scope="session")
 def smollm2_llama():
-    return _llama("smollm2")
+    llm = _llama("smollm2")
+    yield llm
+    llm.close()  # now, not in __del__ at interpreter exit, when llama_cpp's globals are gone
 
 
 @pytest.fixture(scope="session")
 def gemma_llama():
-    return _llama("gemma3-270m")
+    llm = _llama("gemma3-270m")
+    yield llm
+    llm.close()
 
 
 @pytest.fixture(scope="session")
