@@ -41,8 +41,16 @@ _NAMED_TOKEN = re.compile(r"<[^>]*>")
 
 
 def write_gbnf(grammar: Grammar) -> str:
-    """GBNF text for ``grammar`` that llama.cpp reads unchanged and that means the same language."""
-    return _Writer(grammar).write()
+    """GBNF text for ``grammar`` that llama.cpp reads unchanged and that means the same language.
+
+    Set operations outside greedy lexemes (JSON Schema's ``pattern`` with ``maxLength``, keys
+    other than the listed ones) are first written out as the plain rules of their minimal DFA
+    (:func:`~structgen.grammar.lowering.lower_set_operations`), which raises
+    :class:`~structgen.errors.LimitError` where that automaton would be too large.
+    """
+    from .lowering import lower_set_operations  # lowering imports the grammar module
+
+    return _Writer(lower_set_operations(grammar)).write()
 
 
 @dataclass(slots=True)
