@@ -159,6 +159,19 @@ def test_scannerless_sequences_stay_character_level() -> None:
 # -- names --------------------------------------------------------------------------------------
 
 
+def test_long_sequences_of_nullable_items_are_split() -> None:
+    """Regression: a JSON object with many properties wrote one production with a nullable ``ws``
+    between every two tokens; glrmask expands 2^k variants of it (out of memory at k=20, refused
+    past 24)."""
+    from structgen.grammar.glrm_write import MAX_NULLABLE_ITEMS
+
+    ws = ir.Repeat(L(" "), 0, 1)
+    grammar = Grammar({"root": ir.seq(*[ir.seq(Ref("ws"), L("a")) for _ in range(30)]), "ws": ws})
+    text = same_verdicts(grammar, ["a" * 30, " a" * 30, "a a" * 15, "a" * 29, "a" * 31, " " + "a" * 30 + " "])
+    for line in text.splitlines():
+        assert line.count("ws") <= MAX_NULLABLE_ITEMS + (1 if line.startswith("nt ws") else 0), line
+
+
 def test_rule_names_are_sanitised_and_unique() -> None:
     grammar = Grammar(
         {

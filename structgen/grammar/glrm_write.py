@@ -36,6 +36,11 @@ __all__ = ["glrm_token_bindings", "write_glrm"]
 #: Nesting of parentheses the writer allows before it moves a subexpression into a helper rule
 #: (glrmask refuses expressions nested more than 128 levels deep).
 MAX_WRITTEN_DEPTH = 100
+#: Most nullable items one written nt sequence may hold. glrmask 0.5.0 expands every production
+#: into all 2^k ways of leaving out its k nullable items: at 20 it runs out of memory, past 24 it
+#: refuses. Longer sequences (JSON objects: a nullable ``ws`` between every two tokens) are split,
+#: their tails moved into helper nts.
+MAX_NULLABLE_ITEMS = 8
 
 _RESERVED = KEYWORDS | {"eps", "fa"}
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -397,6 +402,22 @@ class _Writer:
             return _Written(self.helper(w.text, ctx, "HELPER"), _ATOM, 0)
         return _Written(f"({w.text})", _ATOM, w.depth + 1)
 
+    def split_nullable_items(self, items: tuple[ir.Node, ...], parts: list[_Written]) -> list[_Written]:
+        """``parts`` with at most :data:`MAX_NULLABLE_ITEMS` nullable items, the tail after that
+        many moved (repeatedly, from the right) into helper nts; the language is unchanged."""
+        flags = [self._shapes.of(item).nullable for item in items]
+        if sum(flags) <= MAX_NULLABLE_ITEMS:
+            return parts
+        chunk: list[_Written] = []  # reversed
+        count = 0
+        for part, nullable in zip(reversed(parts), reversed(flags)):
+            if nullable and count == MAX_NULLABLE_ITEMS:
+                text = " ".join(p.text for p in reversed(chunk))
+                chunk, count = [_Written(self.helper(text, _NT, "SEQ"), _ATOM, 0)], 1  # the helper may be nullable
+            chunk.append(part)
+            count += nullable
+        return chunk[::-1]
+
     def expression(self, root: ir.Node, root_ctx: int, rule: str) -> str:
         """GLRM text for ``root`` in nt or terminal context (iterative post-order)."""
         done: dict[tuple[int, int], _Written] = {}
@@ -438,6 +459,8 @@ class _Writer:
             if not kids:
                 return _Written("eps", _ATOM, 0)
             parts = [self.wrap(k, _POSTFIX, ctx) for k in kids]
+            if ctx == _NT:
+                parts = self.split_nullable_items(n.items, parts)
             return _Written(" ".join(p.text for p in parts), _SEQ, max(p.depth for p in parts))
         if isinstance(n, ir.Alt):
             if not kids:
