@@ -15,12 +15,15 @@ import numpy as np
 from ..grammar.utf8 import utf8_sequences
 from .arrays import mask_to_bools, ranges
 from .configs import DEAD, ConfigSystem
-from .token_trie import TokenTrie
+from .token_trie import LevelViews, TokenTrie
 
 UNKNOWN = -1
-#: Below this many live trie nodes, a walk finishes depth-first in Python: each numpy call costs
+#: Below this many live trie nodes, a level of a walk is handled in Python: each numpy call costs
 #: microseconds whatever its size, a Python step a fraction of one.
 NARROW = 48
+#: Below this many children to visit, they are stepped one by one in Python, above it with one
+#: numpy gather.
+NARROW_CHILDREN = 32
 ASCII_BITS = (1 << 128) - 1
 _MULTIBYTE_SEQUENCES = utf8_sequences(0x80, 0xD7FF) + utf8_sequences(0xE000, 0x10FFFF)
 
@@ -91,71 +94,6 @@ class TransitionTable:
                     self._fill(cid, b)
             out = self.rows[configs, byts]
         return out
-
-    def _walk_narrow(
-        self,
-        cid: int,
-        trie: TokenTrie,
-        level: int,
-        nodes: np.ndarray,
-        states: np.ndarray,
-        parents: np.ndarray,
-        pieces: list[np.ndarray],
-        end_pieces: list[np.ndarray],
-        slack_pieces: list[np.ndarray],
-        with_ends: bool,
-    ) -> None:
-        """Finish a walk depth-first in Python from a few live nodes (the same rules as the
-        vectorised levels: bulk acceptance of looping subtrees, tokens ending at nodes)."""
-        views = trie.views()
-        starts: list[int] = []
-        counts: list[int] = []
-        ends: list[int] = []
-        slacks: list[int] = []
-        step = self.step
-        todo = list(zip([level] * nodes.size, nodes.tolist(), states.tolist(), parents.tolist()))
-        while todo:
-            k, node, state, parent = todo.pop()
-            v = views[k]
-            if state == parent or state == cid:
-                loops = self.loop_bits(state)
-                b = 4 * node
-                below = v.below[b] | v.below[b + 1] << 64 | v.below[b + 2] << 128 | v.below[b + 3] << 192
-                outside = below & ~loops
-                slack = -1
-                if not outside:
-                    slack = 0
-                elif not outside & ASCII_BITS and v.utf8_below[node] and self.utf8_loop(state):
-                    slack = 3
-                if slack >= 0:
-                    lo = v.run_start[node]
-                    starts.append(lo)
-                    counts.append(v.run_end[node] - lo)
-                    ends.append(state)
-                    slacks.append(slack)
-                    continue
-            tc = v.tok_count[node]
-            if tc:
-                starts.append(v.tok_start[node])
-                counts.append(tc)
-                ends.append(state)
-                slacks.append(0)
-            cc = v.child_count[node]
-            if cc and k + 1 < len(views):
-                nxt = views[k + 1]
-                first = v.child_start[node]
-                for child in range(first, first + cc):
-                    s2 = step(state, nxt.byte[child])
-                    if s2 != DEAD:
-                        todo.append((k + 1, child, s2, state))
-        if not starts:
-            return
-        st = np.asarray(starts, dtype=np.int64)
-        ct = np.asarray(counts, dtype=np.int64)
-        pieces.append(ranges(st, ct))
-        if with_ends:
-            end_pieces.append(np.repeat(np.asarray(ends, dtype=np.int32), ct))
-            slack_pieces.append(np.repeat(np.asarray(slacks, dtype=np.int32), ct))
 
     def loop_sets(self, configs: np.ndarray) -> np.ndarray:
         """For each configuration, the bytes that lead back to it, as (n, 4) uint64 bit sets."""
@@ -230,80 +168,209 @@ class TransitionTable:
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Like :meth:`walk`, also giving each token's end configuration and a slack in bytes:
         tokens accepted in bulk under a multi-byte-character loop may end inside a character,
-        up to 3 bytes short of the loop configuration they are reported with."""
+        up to 3 bytes short of the loop configuration they are reported with.
+
+        The walk is level by level. Each level is handled in numpy when it has many live nodes
+        and in Python when it has few (a numpy call costs microseconds whatever its size, a
+        Python step a fraction of one); separately, the children of a level are stepped with one
+        numpy gather when there are many and one by one in Python when there are few, so that a
+        narrow level with a wide fan-out (the one node ``"`` and its hundreds of children) costs
+        one gather, not hundreds of Python steps.
+        """
         empty = np.zeros(0, dtype=np.int32)
         if trie.depth == 0 or cid == DEAD:
             return empty, empty, empty
-        pieces: list[np.ndarray] = []
-        end_pieces: list[np.ndarray] = []
-        slack_pieces: list[np.ndarray] = []
+        out = _Pieces(with_ends)
+        views = trie.views()
         nodes = np.arange(trie.level_byte[0].size, dtype=np.int64)
-        parent_states = np.full(nodes.size, cid, dtype=np.int32)
-        states = self.gather(parent_states, trie.level_byte[0])
-        for k in range(trie.depth):
-            alive = states != DEAD
-            nodes = nodes[alive]
-            looped = states[alive] == parent_states[alive]
-            parents = parent_states[alive]
-            states = states[alive]
-            if nodes.size == 0:
-                break
-            if nodes.size <= NARROW:
-                self._walk_narrow(cid, trie, k, nodes, states, parents, pieces, end_pieces, slack_pieces, with_ends)
-                break
-            # a state that just looped, or is back at the start, may loop on everything below
-            bulk = np.zeros(nodes.size, dtype=bool)
-            if k:
-                looped |= states == cid
-            if looped.any():
-                cand = np.flatnonzero(looped)
-                uniq, inverse = np.unique(states[cand], return_inverse=True)
-                loops = self.loop_sets(uniq)
-                below = trie.below[k][nodes[cand]]
-                outside = below & ~loops[inverse]
-                bulk[cand] = ~outside.any(axis=1)
-                # or: loops on the ASCII bytes below and on every multi-byte character
-                utf8 = np.asarray([self.utf8_loop(int(u)) for u in uniq])[inverse]
-                more = ~bulk[cand] & utf8 & trie.utf8_below[k][nodes[cand]] & ~outside[:, :2].any(axis=1)
-                bulk[cand] |= more
-                if with_ends:
-                    slack = np.zeros(nodes.size, dtype=np.int32)
-                    slack[cand[more]] = 3
-            if bulk.any():
-                starts = trie.run_start[k][nodes[bulk]]
-                counts = trie.run_end[k][nodes[bulk]] - starts
-                pieces.append(ranges(starts, counts))
-                if with_ends:
-                    end_pieces.append(np.repeat(states[bulk], counts))
-                    slack_pieces.append(np.repeat(slack[bulk], counts))
-                keep = ~bulk
-                nodes = nodes[keep]
-                states = states[keep]
-                if nodes.size == 0:
+        parents = np.full(nodes.size, cid, dtype=np.int32)
+        states = self.gather(parents, trie.level_byte[0])
+        frontier: list[tuple[int, int, int]] | None = None  # (node, state, parent) in Python mode
+        k = 0
+        while True:
+            if frontier is None:
+                alive = states != DEAD
+                nodes, states, parents = nodes[alive], states[alive], parents[alive]
+                if nodes.size <= NARROW:
+                    frontier = list(zip(nodes.tolist(), states.tolist(), parents.tolist()))
+            if frontier is not None:
+                if not frontier:
                     break
-            tc = trie.tok_count[k][nodes]
-            ends = tc > 0
-            if ends.any():
-                pieces.append(ranges(trie.tok_start[k][nodes[ends]], tc[ends]))
-                if with_ends:
-                    end_pieces.append(np.repeat(states[ends], tc[ends]))
-                    slack_pieces.append(np.zeros(int(tc[ends].sum()), dtype=np.int32))
-            if k + 1 == trie.depth:
-                break
-            counts = trie.child_count[k][nodes]
-            has = counts > 0
-            if not has.any():
-                break
-            counts = counts[has]
-            starts = trie.child_start[k][nodes[has]]
+                expand = self._nodes_python(cid, views, k, frontier, out)
+                if not expand:
+                    break
+                if sum(e[1] for e in expand) <= NARROW_CHILDREN:
+                    frontier = self._children_python(views[k + 1], expand)
+                    k += 1
+                    continue
+                starts = np.asarray([e[0] for e in expand], dtype=np.int64)
+                counts = np.asarray([e[1] for e in expand], dtype=np.int64)
+                expanded = np.asarray([e[2] for e in expand], dtype=np.int32)
+                frontier = None
+            else:
+                found = self._nodes_numpy(cid, trie, k, nodes, states, parents, out)
+                if found is None:
+                    break
+                starts, counts, expanded = found
+                if int(counts.sum()) <= NARROW_CHILDREN:
+                    expand = list(zip(starts.tolist(), counts.tolist(), expanded.tolist()))
+                    frontier = self._children_python(views[k + 1], expand)
+                    k += 1
+                    continue
             nodes = ranges(starts, counts)
-            parent_states = np.repeat(states[has], counts)
-            states = self.gather(parent_states, trie.level_byte[k + 1][nodes])
-        if not pieces:
+            parents = np.repeat(expanded, counts)
+            states = self.gather(parents, trie.level_byte[k + 1][nodes])
+            k += 1
+        return out.result(trie)
+
+    def _nodes_numpy(
+        self,
+        cid: int,
+        trie: TokenTrie,
+        k: int,
+        nodes: np.ndarray,
+        states: np.ndarray,
+        parents: np.ndarray,
+        out: _Pieces,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """One trie level in numpy (the live nodes, their configurations and their parents'):
+        bulk acceptance, tokens ending here; returns the children to visit as (first child,
+        count, configuration) arrays, or None."""
+        # a state that just looped, or is back at the start, may loop on everything below
+        looped = (states == parents) | (states == cid)
+        bulk = None
+        if looped.any():
+            cand = np.flatnonzero(looped)
+            uniq, inverse = np.unique(states[cand], return_inverse=True)
+            loops = self.loop_sets(uniq)
+            below = trie.below[k][nodes[cand]]
+            outside = below & ~loops[inverse]
+            whole = ~outside.any(axis=1)
+            # or: loops on the ASCII bytes below and on every multi-byte character
+            utf8 = np.asarray([self.utf8_loop(int(u)) for u in uniq])[inverse]
+            more = ~whole & utf8 & trie.utf8_below[k][nodes[cand]] & ~outside[:, :2].any(axis=1)
+            accepted = whole | more
+            if accepted.any():
+                bulk = cand[accepted]
+                starts = trie.run_start[k][nodes[bulk]]
+                slack = None
+                if out.with_ends:
+                    slack = np.where(more[accepted], 3, 0).astype(np.int32)
+                out.add(starts, trie.run_end[k][nodes[bulk]] - starts, states[bulk], slack)
+                keep = np.ones(nodes.size, dtype=bool)
+                keep[bulk] = False
+                nodes, states = nodes[keep], states[keep]
+                if nodes.size == 0:
+                    return None
+        tc = trie.tok_count[k][nodes]
+        ends = tc > 0
+        if ends.any():
+            out.add(trie.tok_start[k][nodes[ends]], tc[ends], states[ends], None)
+        if k + 1 == trie.depth:
+            return None
+        counts = trie.child_count[k][nodes]
+        has = counts > 0
+        if not has.any():
+            return None
+        return trie.child_start[k][nodes[has]], counts[has].astype(np.int64), states[has]
+
+    def _nodes_python(
+        self,
+        cid: int,
+        views: list[LevelViews],
+        k: int,
+        frontier: list[tuple[int, int, int]],
+        out: _Pieces,
+    ) -> list[tuple[int, int, int]]:
+        """One trie level in Python for a few live nodes: bulk acceptance of looping subtrees,
+        tokens ending here; returns ``(first child, child count, state)`` of the nodes whose
+        children must be visited."""
+        v = views[k]
+        expand: list[tuple[int, int, int]] = []
+        last = k + 1 == len(views)
+        for node, state, parent in frontier:
+            if state == parent or state == cid:
+                loops = self.loop_bits(state)
+                b = 4 * node
+                below = v.below[b] | v.below[b + 1] << 64 | v.below[b + 2] << 128 | v.below[b + 3] << 192
+                outside = below & ~loops
+                slack = -1
+                if not outside:
+                    slack = 0
+                elif not outside & ASCII_BITS and v.utf8_below[node] and self.utf8_loop(state):
+                    slack = 3
+                if slack >= 0:
+                    lo = v.run_start[node]
+                    out.add_py(lo, v.run_end[node] - lo, state, slack)
+                    continue
+            tc = v.tok_count[node]
+            if tc:
+                out.add_py(v.tok_start[node], tc, state, 0)
+            cc = v.child_count[node]
+            if cc and not last:
+                expand.append((v.child_start[node], cc, state))
+        return expand
+
+    def _children_python(self, nxt: LevelViews, expand: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
+        """Step the children of ``expand`` one by one (few of them): the live ones."""
+        flat = self._flat
+        size = len(flat)
+        byte = nxt.byte
+        frontier: list[tuple[int, int, int]] = []
+        for first, count, state in expand:
+            base = state * 256
+            for child in range(first, first + count):
+                key = base + byte[child]
+                s2 = flat[key] if key < size else UNKNOWN
+                if s2 == UNKNOWN:
+                    s2 = self.step(state, byte[child])
+                    flat = self._flat
+                    size = len(flat)
+                if s2 != DEAD:
+                    frontier.append((child, s2, state))
+        return frontier
+
+
+class _Pieces:
+    """What a walk accepts: runs of ``sorted_ids`` positions, each with its end configuration
+    and slack, gathered from numpy levels (arrays) and Python levels (scalars)."""
+
+    def __init__(self, with_ends: bool) -> None:
+        self.with_ends = with_ends
+        self.runs: list[np.ndarray] = []
+        self.ends: list[np.ndarray] = []
+        self.slacks: list[np.ndarray] = []
+        self.py_starts: list[int] = []
+        self.py_counts: list[int] = []
+        self.py_ends: list[int] = []
+        self.py_slacks: list[int] = []
+
+    def add(self, starts: np.ndarray, counts: np.ndarray, states: np.ndarray, slack: np.ndarray | None) -> None:
+        self.runs.append(ranges(starts, counts))
+        if self.with_ends:
+            self.ends.append(np.repeat(states, counts))
+            self.slacks.append(
+                np.zeros(int(counts.sum()), dtype=np.int32) if slack is None else np.repeat(slack, counts)
+            )
+
+    def add_py(self, start: int, count: int, state: int, slack: int) -> None:
+        self.py_starts.append(start)
+        self.py_counts.append(count)
+        self.py_ends.append(state)
+        self.py_slacks.append(slack)
+
+    def result(self, trie: TokenTrie) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if self.py_starts:
+            self.add(
+                np.asarray(self.py_starts, dtype=np.int64),
+                np.asarray(self.py_counts, dtype=np.int64),
+                np.asarray(self.py_ends, dtype=np.int32),
+                np.asarray(self.py_slacks, dtype=np.int32),
+            )
+        empty = np.zeros(0, dtype=np.int32)
+        if not self.runs:
             return empty, empty, empty
-        ids = trie.sorted_ids[np.concatenate(pieces)]
-        if ids.size == 0:
-            return empty, empty, empty
-        if not with_ends:
+        ids = trie.sorted_ids[np.concatenate(self.runs)]
+        if ids.size == 0 or not self.with_ends:
             return ids, empty, empty
-        return ids, np.concatenate(end_pieces), np.concatenate(slack_pieces)
+        return ids, np.concatenate(self.ends), np.concatenate(self.slacks)
