@@ -20,9 +20,11 @@ from ..grammar import ir
 from ..grammar.grammar import Grammar
 from .configs import DEAD, ConfigSystem
 from .counters import (
+    CountedBase,
     CountedHead,
     UnitCounts,
     count_units,
+    counted_base,
     counted_head,
     filter_ids,
     unit_automaton,
@@ -70,7 +72,7 @@ class Constraint:
         self._after_cache: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._counted: dict[int, tuple[CountedHead, UnitCounts, int] | None] = {}
         self._units: dict[int, UnitCounts | None] = {}
-        self._base_ids: dict[int, np.ndarray] = {}
+        self._bases: dict[tuple[int, int], CountedBase] = {}
 
     # -- construction ---------------------------------------------------------------------------
 
@@ -240,10 +242,11 @@ class Constraint:
         if entry is None:
             return None
         head, counts, base = entry
-        base_ids = self._base_ids.get(base)
-        if base_ids is None:
-            base_ids = self._base_ids[base] = self._table.walk(base, self._trie)
-        return filter_ids(base_ids, counts, head)
+        sorted_base = self._bases.get((base, head.unit))
+        if sorted_base is None:
+            sorted_base = counted_base(self._table.walk(base, self._trie), counts)
+            self._bases[(base, head.unit)] = sorted_base
+        return filter_ids(sorted_base, head)
 
     def _unit_counts(self, unit: int) -> UnitCounts | None:
         if unit not in self._units:

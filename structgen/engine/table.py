@@ -24,6 +24,8 @@ NARROW = 48
 #: Below this many children to visit, they are stepped one by one in Python, above it with one
 #: numpy gather.
 NARROW_CHILDREN = 32
+#: Class masks whose byte arrays are kept (each at most 256 bytes).
+MAX_CLASS_ARRAYS = 1 << 16
 ASCII_BITS = (1 << 128) - 1
 _MULTIBYTE_SEQUENCES = utf8_sequences(0x80, 0xD7FF) + utf8_sequences(0xE000, 0x10FFFF)
 
@@ -37,7 +39,8 @@ class TransitionTable:
         self.rows[DEAD, :] = DEAD
         self._flat = memoryview(self.rows.reshape(-1))  # element access without numpy scalars
         self._loop_bits: dict[int, int] = {}
-        self._classes: dict[int, list[np.ndarray] | None] = {}
+        self._classes: dict[int, tuple[int, ...] | None] = {}
+        self._class_bytes: dict[int, np.ndarray] = {}
         self.filled = 0  # transitions computed by the configuration system (a cost measure)
         self._loops: dict[int, np.ndarray] = {}
         self._utf8: dict[int, bool] = {}
@@ -68,19 +71,29 @@ class TransitionTable:
         target = self.system.step(cid, byte)
         self._grow()
         self.filled += 1
-        for cls in self._class_masks(cid):
-            if cls[byte]:
-                self.rows[cid, cls] = target
-                return
+        parts = self._class_parts(cid)
+        if parts is not None:
+            for part in parts:
+                if part >> byte & 1:
+                    self.rows[cid, self._bytes_of(part)] = target
+                    return
         self.rows[cid, byte] = target
 
-    def _class_masks(self, cid: int) -> list[np.ndarray]:
-        masks = self._classes.get(cid)
-        if masks is None:
-            parts = self.system.byte_classes(cid)
-            masks = [mask_to_bools(p) for p in parts] if parts is not None else []
-            self._classes[cid] = masks
-        return masks
+    def _class_parts(self, cid: int) -> tuple[int, ...] | None:
+        """The byte classes of ``cid`` as bit masks (None: unknown, fill byte by byte)."""
+        r = self._classes.get(cid, False)
+        if r is False:
+            r = self._classes[cid] = self.system.byte_classes(cid)
+        return r
+
+    def _bytes_of(self, part: int) -> np.ndarray:
+        """The bytes of a class mask as an index array (shared: configurations repeat classes)."""
+        r = self._class_bytes.get(part)
+        if r is None:
+            if len(self._class_bytes) >= MAX_CLASS_ARRAYS:
+                self._class_bytes.clear()
+            r = self._class_bytes[part] = np.flatnonzero(mask_to_bools(part))
+        return r
 
     def gather(self, configs: np.ndarray, byts: np.ndarray) -> np.ndarray:
         """``rows[configs, byts]`` with unknown transitions computed first."""
@@ -89,9 +102,8 @@ class TransitionTable:
         if unknown.any():
             keys = np.unique(configs[unknown].astype(np.int64) * 256 + byts[unknown])
             for key in keys.tolist():
-                cid, b = divmod(key, 256)
-                if self.rows[cid, b] == UNKNOWN:
-                    self._fill(cid, b)
+                if self._flat[key] == UNKNOWN:  # a class filled before may cover it
+                    self._fill(key >> 8, key & 255)
             out = self.rows[configs, byts]
         return out
 
@@ -145,12 +157,10 @@ class TransitionTable:
         return r
 
     def _fill_row(self, cid: int) -> None:
-        masks = self._class_masks(cid)
-        if masks:
-            for cls in masks:
-                b = int(np.argmax(cls))
-                if self.rows[cid, b] == UNKNOWN:
-                    self._fill(cid, b)
+        for part in self._class_parts(cid) or ():
+            b = (part & -part).bit_length() - 1
+            if self.rows[cid, b] == UNKNOWN:
+                self._fill(cid, b)
         for b in np.nonzero(self.rows[cid] == UNKNOWN)[0].tolist():
             if self.rows[cid, b] == UNKNOWN:
                 self._fill(cid, b)
