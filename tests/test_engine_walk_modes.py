@@ -1,6 +1,7 @@
-"""The token walk's numpy and Python paths agree: a level (or a level's children) may be handled
-either way depending on how many nodes are live, so forcing one path or the other must give the
-same masks, end configurations and budget figures, equal to the byte-level matcher's mask."""
+"""The token walk's paths agree: a level (or a level's children) may be handled in numpy or in
+Python depending on how many nodes are live, and a walk from a looping configuration may start
+from its loop region (loop_regions.py) or from the root; forcing one path or the other must give
+the same masks, end configurations and budget figures, equal to the byte-level matcher's mask."""
 
 from __future__ import annotations
 
@@ -17,13 +18,22 @@ from engine_support import greedy_tokens, json_grammar, load_vocab, person_gramm
 DOC = json.dumps({"name": "Zoë \"Z\"", "n": [-1.5e3, 0, True], "o": {"k": "a\\b"}}, ensure_ascii=False)
 PERSON = '{"name": "Ann", "age": 42, "role": "admin", "tags": ["x", "y z"]}'
 
-#: (live nodes below which a level runs in Python, children below which they are stepped in Python)
-MODES = {"numpy only": (0, 0), "python only": (10**9, 10**9), "mixed": (3, 5)}
+#: (live nodes below which a level runs in Python, children below which they are stepped in
+#: Python, looping bytes from which a walk uses a loop region)
+MODES = {
+    "numpy only": (0, 0, 257),
+    "python only": (10**9, 10**9, 257),
+    "mixed": (3, 5, 257),
+    "regions, numpy": (0, 0, 1),
+    "regions, python": (10**9, 10**9, 1),
+    "regions, mixed": (3, 5, 1),
+}
 
 
-def _masks(grammar, vocab, text: str, modes: tuple[int, int], monkeypatch) -> list[tuple]:  # type: ignore[no-untyped-def]
+def _masks(grammar, vocab, text: str, modes: tuple[int, int, int], monkeypatch) -> list[tuple]:  # type: ignore[no-untyped-def]
     monkeypatch.setattr(table_mod, "NARROW", modes[0])
     monkeypatch.setattr(table_mod, "NARROW_CHILDREN", modes[1])
+    monkeypatch.setattr(table_mod, "LOOP_REGION_MIN_BYTES", modes[2])
     c = Constraint.compile(grammar, vocab)
     st = c.start()
     out = []

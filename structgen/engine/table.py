@@ -15,6 +15,7 @@ import numpy as np
 from ..grammar.utf8 import utf8_sequences
 from .arrays import mask_to_bools, ranges
 from .configs import DEAD, ConfigSystem
+from .loop_regions import LoopRegion, loop_region
 from .token_trie import LevelViews, TokenTrie
 
 UNKNOWN = -1
@@ -24,6 +25,8 @@ NARROW = 48
 #: Below this many children to visit, they are stepped one by one in Python, above it with one
 #: numpy gather.
 NARROW_CHILDREN = 32
+#: A walk from a configuration looping on at least this many bytes starts from its loop region.
+LOOP_REGION_MIN_BYTES = 32
 #: Class masks whose byte arrays are kept (each at most 256 bytes).
 MAX_CLASS_ARRAYS = 1 << 16
 ASCII_BITS = (1 << 128) - 1
@@ -192,12 +195,31 @@ class TransitionTable:
             return empty, empty, empty
         out = _Pieces(with_ends)
         views = trie.views()
-        nodes = np.arange(trie.level_byte[0].size, dtype=np.int64)
-        parents = np.full(nodes.size, cid, dtype=np.int32)
-        states = self.gather(parents, trie.level_byte[0])
-        frontier: list[tuple[int, int, int]] | None = None  # (node, state, parent) in Python mode
-        k = 0
-        while True:
+        # where the walk enters the trie: the root's children, or the exits of a loop region
+        region = self._loop_region(cid, trie)
+        if region is None:
+            entries = {0: (np.arange(trie.level_byte[0].size, dtype=np.int64), trie.level_byte[0])}
+        else:
+            out.add_positions(region.positions, cid, region.slack)
+            entries = region.exits
+        last_entry = max(entries, default=-1)
+        frontier: list[tuple[int, int, int]] | None = []  # (node, state, parent) in Python mode
+        nodes = states = parents = np.zeros(0, dtype=np.int64)
+        for k in range(trie.depth):
+            if frontier is not None and not frontier and k > last_entry:
+                break
+            entry = entries.get(k)
+            if entry is not None:
+                e_parents = np.full(entry[0].size, cid, dtype=np.int32)
+                e_states = self.gather(e_parents, entry[1])
+                if frontier is not None:
+                    nodes = np.asarray([f[0] for f in frontier], dtype=np.int64)
+                    states = np.asarray([f[1] for f in frontier], dtype=np.int32)
+                    parents = np.asarray([f[2] for f in frontier], dtype=np.int32)
+                    frontier = None
+                nodes = np.concatenate([nodes, entry[0]])
+                states = np.concatenate([states, e_states])
+                parents = np.concatenate([parents, e_parents])
             if frontier is None:
                 alive = states != DEAD
                 nodes, states, parents = nodes[alive], states[alive], parents[alive]
@@ -205,13 +227,10 @@ class TransitionTable:
                     frontier = list(zip(nodes.tolist(), states.tolist(), parents.tolist()))
             if frontier is not None:
                 if not frontier:
-                    break
+                    continue
                 expand = self._nodes_python(cid, views, k, frontier, out)
-                if not expand:
-                    break
                 if sum(e[1] for e in expand) <= NARROW_CHILDREN:
-                    frontier = self._children_python(views[k + 1], expand)
-                    k += 1
+                    frontier = self._children_python(views[k + 1], expand) if expand else []
                     continue
                 starts = np.asarray([e[0] for e in expand], dtype=np.int64)
                 counts = np.asarray([e[1] for e in expand], dtype=np.int64)
@@ -220,18 +239,28 @@ class TransitionTable:
             else:
                 found = self._nodes_numpy(cid, trie, k, nodes, states, parents, out)
                 if found is None:
-                    break
+                    frontier = []
+                    continue
                 starts, counts, expanded = found
                 if int(counts.sum()) <= NARROW_CHILDREN:
                     expand = list(zip(starts.tolist(), counts.tolist(), expanded.tolist()))
                     frontier = self._children_python(views[k + 1], expand)
-                    k += 1
                     continue
             nodes = ranges(starts, counts)
             parents = np.repeat(expanded, counts)
             states = self.gather(parents, trie.level_byte[k + 1][nodes])
-            k += 1
         return out.result(trie)
+
+    def _loop_region(self, cid: int, trie: TokenTrie) -> LoopRegion | None:
+        """The loop region of ``cid`` when it loops on enough bytes to be worth one."""
+        if trie.level_byte[0].size < 256:
+            return None  # the root row is not filled by the walk anyway: do not force it
+        if (self.rows[cid] == UNKNOWN).any():
+            self._fill_row(cid)  # the walk's first level needs (nearly) all of it
+        loops = self.loop_bits(cid)
+        if loops.bit_count() < LOOP_REGION_MIN_BYTES:
+            return None
+        return loop_region(trie, loops, self.utf8_loop(cid))
 
     def _nodes_numpy(
         self,
@@ -362,6 +391,12 @@ class _Pieces:
             self.slacks.append(
                 np.zeros(int(counts.sum()), dtype=np.int32) if slack is None else np.repeat(slack, counts)
             )
+
+    def add_positions(self, positions: np.ndarray, state: int, slack: np.ndarray) -> None:
+        self.runs.append(positions)
+        if self.with_ends:
+            self.ends.append(np.full(positions.size, state, dtype=np.int32))
+            self.slacks.append(slack)
 
     def add_py(self, start: int, count: int, state: int, slack: int) -> None:
         self.py_starts.append(start)
