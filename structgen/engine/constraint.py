@@ -18,6 +18,7 @@ import numpy as np
 from ..errors import ConstraintError, GrammarError, LimitError
 from ..grammar import ir
 from ..grammar.grammar import Grammar
+from .arrays import unique_inverse
 from .configs import DEAD, ConfigSystem
 from .counters import (
     CountedBase,
@@ -192,7 +193,7 @@ class Constraint:
         r = self._after_cache.get(cid)
         if r is None:
             ids, ends, slack = self._table.walk_ends(cid, self._trie)
-            uniq, inverse = np.unique(ends, return_inverse=True)
+            uniq, inverse = unique_inverse(ends)
             short = np.asarray([self._shortest_or_big(int(u)) for u in uniq], dtype=np.int64)
             need = short[inverse] + slack if ids.size else np.zeros(0, dtype=np.int64)
             extra_ids, extra_need = [], []

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..grammar.utf8 import utf8_sequences
-from .arrays import mask_to_bools, ranges
+from .arrays import mask_to_bools, ranges, unique, unique_inverse
 from .configs import DEAD, ConfigSystem
 from .loop_regions import LoopRegion, loop_region
 from .token_trie import LevelViews, TokenTrie
@@ -103,7 +103,7 @@ class TransitionTable:
         out = self.rows[configs, byts]
         unknown = out == UNKNOWN
         if unknown.any():
-            keys = np.unique(configs[unknown].astype(np.int64) * 256 + byts[unknown])
+            keys = unique(configs[unknown].astype(np.int64) * 256 + byts[unknown])
             for key in keys.tolist():
                 if self._flat[key] == UNKNOWN:  # a class filled before may cover it
                     self._fill(key >> 8, key & 255)
@@ -140,7 +140,7 @@ class TransitionTable:
                         if (row[lo : hi + 1] == UNKNOWN).any():
                             self._fill_row(st)
                             row = self.rows[st]
-                        nxt.update(np.unique(row[lo : hi + 1]).tolist())
+                        nxt.update(unique(row[lo : hi + 1]).tolist())
                     if DEAD in nxt:
                         r = False
                         break
@@ -280,7 +280,7 @@ class TransitionTable:
         bulk = None
         if looped.any():
             cand = np.flatnonzero(looped)
-            uniq, inverse = np.unique(states[cand], return_inverse=True)
+            uniq, inverse = unique_inverse(states[cand])
             loops = self.loop_sets(uniq)
             below = trie.below[k][nodes[cand]]
             outside = below & ~loops[inverse]
