@@ -62,6 +62,7 @@ class TermStore:
         self._nullable_at: dict[tuple[int, int], bool] = {}
         self._classes: dict[int, tuple[int, ...]] = {}
         self._first_syms: dict[int, frozenset[int]] = {}
+        self._symbol_sets: dict[frozenset[int], frozenset[int]] = {}
         self._empty: dict[int, bool] = {}
         self._shortest: dict[int, int] = {}
         self._make((NOTHING_K,), NOTHING_K, 0, None, False, 0)
@@ -357,6 +358,9 @@ class TermStore:
             r = self.first_syms(self.a[t])
         else:
             r = frozenset()
+        # one object per distinct set: sets stay tracked by the garbage collector, and a
+        # grammar has few distinct ones but many terms
+        r = self._symbol_sets.setdefault(r, r)
         self._first_syms[t] = r
         return r
 
