@@ -228,14 +228,25 @@ def counted_base(ids: np.ndarray, counts: UnitCounts) -> CountedBase:
     return CountedBase(ids[by_stay], stay[by_stay], ids[by_leave], leave[by_leave])
 
 
+def filter_bounds(base: CountedBase, head: CountedHead) -> tuple[int, int]:
+    """``(lo, hi)`` of ``head`` clamped to the unit counts that occur in ``base``: counts with
+    equal bounds have equal filters (inside a ``maxLength: 200`` string, every count that
+    leaves more units than any token holds has the unbounded mask)."""
+    top = 0
+    if base.stay_units.size:
+        top = max(int(base.stay_units[-1]), int(base.leave_units[-1]), 0)
+    big = top if head.hi is None else min(head.hi, top)
+    return min(max(head.lo, 0), top + 1), big
+
+
 def filter_ids(base: CountedBase, head: CountedHead) -> np.ndarray:
     """The ids of the unbounded mask that the counts of ``head`` allow: those that stay within
     the units left, and those that leave after between ``lo`` and the units left (an id may
     appear twice)."""
+    lo, big = filter_bounds(base, head)
     # int32 scalars: a Python int would make numpy convert the whole sorted array first
-    big = np.int32(np.iinfo(np.int32).max if head.hi is None else min(head.hi, np.iinfo(np.int32).max))
-    lo = np.int32(min(max(head.lo, 0), np.iinfo(np.int32).max))
+    lo32, big32 = np.int32(lo), np.int32(big)
     s, lv = base.stay_units, base.leave_units
-    stay = base.stay_ids[s.searchsorted(np.int32(0), "left") : s.searchsorted(big, "right")]
-    leave = base.leave_ids[lv.searchsorted(lo, "left") : lv.searchsorted(big, "right")]
+    stay = base.stay_ids[s.searchsorted(np.int32(0), "left") : s.searchsorted(big32, "right")]
+    leave = base.leave_ids[lv.searchsorted(lo32, "left") : lv.searchsorted(big32, "right")]
     return np.concatenate([stay, leave])
