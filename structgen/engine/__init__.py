@@ -4,7 +4,8 @@
 * :mod:`.machines` - a grammar as machines: recursive rules as calls, the rest inlined;
 * :mod:`.configs` - parse configurations (sets of stacks) and their transitions;
 * :mod:`.token_trie` - the vocabulary as a level-ordered byte trie (grammar-agnostic);
-* :mod:`.table` - the lazily filled numpy transition table and the vectorised token walk;
+* :mod:`.table` - the lazily filled numpy transition table and the token walk;
+* :mod:`.loop_regions` - the part of a walk inside a loop, once per (vocabulary, loop bytes);
 * :mod:`.constraint` - `Constraint` (per grammar and vocabulary) and `State` (per request);
 * :mod:`.masks` - the packed int32 bitmask layout and helpers to apply masks to logits.
 """

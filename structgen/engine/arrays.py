@@ -17,3 +17,28 @@ def ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
         return np.zeros(0, dtype=np.int64)
     offsets = np.cumsum(counts) - counts
     return np.repeat(starts - offsets, counts) + np.arange(total, dtype=np.int64)
+
+
+def unique(a: np.ndarray) -> np.ndarray:
+    """Sorted distinct values of a 1-d array (``np.unique`` without its overhead, and without
+    the lazy import of ``numpy.ma`` it does on first use: tens of milliseconds in a first mask)."""
+    if a.size <= 1:
+        return a.copy()
+    s = np.sort(a)
+    keep = np.empty(s.size, dtype=bool)
+    keep[0] = True
+    np.not_equal(s[1:], s[:-1], out=keep[1:])
+    return s[keep]
+
+
+def unique_inverse(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted distinct values of a 1-d array and, for each element, the index of its value."""
+    order = np.argsort(a, kind="stable")
+    s = a[order]
+    first = np.empty(s.size, dtype=bool)
+    if s.size:
+        first[0] = True
+        np.not_equal(s[1:], s[:-1], out=first[1:])
+    inverse = np.empty(s.size, dtype=np.int64)
+    inverse[order] = np.cumsum(first) - 1
+    return s[first], inverse

@@ -49,7 +49,9 @@ class ConfigSystem:
         self._stack_index: dict[tuple[int, int], int] = {}
         self.configs: list[tuple[int, ...]] = [()]
         self._config_index: dict[tuple[int, ...], int] = {(): DEAD}
-        self._step_memo: dict[tuple[int, int], frozenset[int]] = {}
+        # values are tuples, not frozensets: tuples of ints leave the garbage collector's tracking,
+        # sets never do, and tens of thousands of them would lengthen every full collection
+        self._step_memo: dict[tuple[int, int], tuple[int, ...]] = {}
         self._accepting_stack: dict[int, bool] = {}
         self._shortest_stack: dict[int, int | None] = {}
         self._classes_memo: dict[int, tuple[int, ...] | None] = {}
@@ -97,17 +99,17 @@ class ConfigSystem:
         """The configuration after reading ``symbol`` (a byte 0-255, or a token symbol)."""
         out: set[int] = set()
         for sid in self.configs[cid]:
-            out |= self._step_stack(sid, symbol)
+            out.update(self._step_stack(sid, symbol))
         return self.config(out) if out else DEAD
 
-    def _step_stack(self, sid: int, symbol: int) -> frozenset[int]:
+    def _step_stack(self, sid: int, symbol: int) -> tuple[int, ...]:
         key = (sid, symbol)
         r = self._step_memo.get(key)
         if r is not None:
             return r
         out: set[int] = set()
         self._advance(sid, symbol, out, 0)
-        r = frozenset(out)
+        r = tuple(out)
         self._step_memo[key] = r
         return r
 

@@ -18,12 +18,16 @@ import numpy as np
 from ..errors import ConstraintError, GrammarError, LimitError
 from ..grammar import ir
 from ..grammar.grammar import Grammar
+from .arrays import unique_inverse
 from .configs import DEAD, ConfigSystem
 from .counters import (
+    CountedBase,
     CountedHead,
     UnitCounts,
     count_units,
+    counted_base,
     counted_head,
+    filter_bounds,
     filter_ids,
     unit_automaton,
 )
@@ -70,7 +74,8 @@ class Constraint:
         self._after_cache: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._counted: dict[int, tuple[CountedHead, UnitCounts, int] | None] = {}
         self._units: dict[int, UnitCounts | None] = {}
-        self._base_ids: dict[int, np.ndarray] = {}
+        self._bases: dict[tuple[int, int], CountedBase] = {}
+        self._counted_words: dict[tuple[int, int, int, int], np.ndarray] = {}
 
     # -- construction ---------------------------------------------------------------------------
 
@@ -150,9 +155,7 @@ class Constraint:
         m = self._masks.get(cid)
         if m is not None:
             return m
-        ids = self._counted_ids(cid)
-        if ids is None:
-            ids = self._table.walk(cid, self._trie)
+        counted = self._counted_base(cid)
         extra = []
         if len(self._eos) and self._system.accepting(cid):
             extra.append(self._eos)
@@ -164,10 +167,25 @@ class Constraint:
                     extra.append(everything[keep])
                 else:
                     extra.append(aids)
-        if extra:
-            ids = np.concatenate([ids.astype(np.int64)] + extra)
-        words = pack_ids(ids, self._width)
-        words.flags.writeable = False
+        if counted is not None and not extra:
+            # counts with the same effective bounds share one mask
+            sorted_base, head, key = counted
+            words = self._counted_words.get(key)
+            if words is None:
+                words = pack_ids(filter_ids(sorted_base, head), self._width)
+                words.flags.writeable = False
+                if len(self._counted_words) >= self.limits.max_cached_masks:
+                    self._counted_words.pop(next(iter(self._counted_words)))
+                self._counted_words[key] = words
+        else:
+            if counted is not None:
+                ids = filter_ids(counted[0], counted[1])
+            else:
+                ids = self._table.walk(cid, self._trie)
+            if extra:
+                ids = np.concatenate([ids.astype(np.int64)] + extra)
+            words = pack_ids(ids, self._width)
+            words.flags.writeable = False
         if len(self._masks) >= self.limits.max_cached_masks:
             self._masks.pop(next(iter(self._masks)))
         self._masks[cid] = words
@@ -190,7 +208,7 @@ class Constraint:
         r = self._after_cache.get(cid)
         if r is None:
             ids, ends, slack = self._table.walk_ends(cid, self._trie)
-            uniq, inverse = np.unique(ends, return_inverse=True)
+            uniq, inverse = unique_inverse(ends)
             short = np.asarray([self._shortest_or_big(int(u)) for u in uniq], dtype=np.int64)
             need = short[inverse] + slack if ids.size else np.zeros(0, dtype=np.int64)
             extra_ids, extra_need = [], []
@@ -221,8 +239,9 @@ class Constraint:
             keep = np.concatenate([keep, self._eos])
         return pack_ids(keep, self._width)
 
-    def _counted_ids(self, cid: int) -> np.ndarray | None:
-        """Text tokens allowed at ``cid`` if it sits in a counted repetition (see counters.py)."""
+    def _counted_base(self, cid: int) -> tuple[CountedBase, CountedHead, tuple[int, int, int, int]] | None:
+        """If ``cid`` sits in a counted repetition (see counters.py): the sorted unbounded mask,
+        the repetition, and the key of its filtered mask (equal keys, equal masks)."""
         entry = self._counted.get(cid, False)
         if entry is False:
             entry = None
@@ -240,10 +259,11 @@ class Constraint:
         if entry is None:
             return None
         head, counts, base = entry
-        base_ids = self._base_ids.get(base)
-        if base_ids is None:
-            base_ids = self._base_ids[base] = self._table.walk(base, self._trie)
-        return filter_ids(base_ids, counts, head)
+        sorted_base = self._bases.get((base, head.unit))
+        if sorted_base is None:
+            sorted_base = counted_base(self._table.walk(base, self._trie), counts)
+            self._bases[(base, head.unit)] = sorted_base
+        return sorted_base, head, (base, head.unit) + filter_bounds(sorted_base, head)
 
     def _unit_counts(self, unit: int) -> UnitCounts | None:
         if unit not in self._units:

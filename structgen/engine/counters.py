@@ -207,11 +207,46 @@ def count_units(table: np.ndarray, trie: TokenTrie) -> UnitCounts:
     return UnitCounts(stay, leave)
 
 
-def filter_ids(ids: np.ndarray, counts: UnitCounts, head: CountedHead) -> np.ndarray:
-    """The ids of the unbounded mask that the counts of ``head`` allow."""
+@dataclass(frozen=True)
+class CountedBase:
+    """The ids of an unbounded mask sorted by units used when staying and, apart, by units
+    before leaving: the filter of any count is then two slices."""
+
+    stay_ids: np.ndarray
+    stay_units: np.ndarray
+    leave_ids: np.ndarray
+    leave_units: np.ndarray
+
+
+def counted_base(ids: np.ndarray, counts: UnitCounts) -> CountedBase:
+    """Sort the unbounded mask ``ids`` by their unit counts (once per base configuration)."""
     ids = ids[ids < counts.stay.size]
-    s = counts.stay[ids]
-    lv = counts.leave[ids]
-    big = np.iinfo(np.int32).max if head.hi is None else head.hi
-    ok = ((s >= 0) & (s <= big)) | ((lv >= head.lo) & (lv <= big))
-    return ids[ok]
+    stay = counts.stay[ids]
+    leave = counts.leave[ids]
+    by_stay = np.argsort(stay, kind="stable")
+    by_leave = np.argsort(leave, kind="stable")
+    return CountedBase(ids[by_stay], stay[by_stay], ids[by_leave], leave[by_leave])
+
+
+def filter_bounds(base: CountedBase, head: CountedHead) -> tuple[int, int]:
+    """``(lo, hi)`` of ``head`` clamped to the unit counts that occur in ``base``: counts with
+    equal bounds have equal filters (inside a ``maxLength: 200`` string, every count that
+    leaves more units than any token holds has the unbounded mask)."""
+    top = 0
+    if base.stay_units.size:
+        top = max(int(base.stay_units[-1]), int(base.leave_units[-1]), 0)
+    big = top if head.hi is None else min(head.hi, top)
+    return min(max(head.lo, 0), top + 1), big
+
+
+def filter_ids(base: CountedBase, head: CountedHead) -> np.ndarray:
+    """The ids of the unbounded mask that the counts of ``head`` allow: those that stay within
+    the units left, and those that leave after between ``lo`` and the units left (an id may
+    appear twice)."""
+    lo, big = filter_bounds(base, head)
+    # int32 scalars: a Python int would make numpy convert the whole sorted array first
+    lo32, big32 = np.int32(lo), np.int32(big)
+    s, lv = base.stay_units, base.leave_units
+    stay = base.stay_ids[s.searchsorted(np.int32(0), "left") : s.searchsorted(big32, "right")]
+    leave = base.leave_ids[lv.searchsorted(lo32, "left") : lv.searchsorted(big32, "right")]
+    return np.concatenate([stay, leave])

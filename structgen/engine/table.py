@@ -13,14 +13,22 @@ from __future__ import annotations
 import numpy as np
 
 from ..grammar.utf8 import utf8_sequences
-from .arrays import mask_to_bools, ranges
+from .arrays import mask_to_bools, ranges, unique, unique_inverse
 from .configs import DEAD, ConfigSystem
-from .token_trie import TokenTrie
+from .loop_regions import LoopRegion, loop_region
+from .token_trie import LevelViews, TokenTrie
 
 UNKNOWN = -1
-#: Below this many live trie nodes, a walk finishes depth-first in Python: each numpy call costs
+#: Below this many live trie nodes, a level of a walk is handled in Python: each numpy call costs
 #: microseconds whatever its size, a Python step a fraction of one.
 NARROW = 48
+#: Below this many children to visit, they are stepped one by one in Python, above it with one
+#: numpy gather.
+NARROW_CHILDREN = 32
+#: A walk from a configuration looping on at least this many bytes starts from its loop region.
+LOOP_REGION_MIN_BYTES = 32
+#: Class masks whose byte arrays are kept (each at most 256 bytes).
+MAX_CLASS_ARRAYS = 1 << 16
 ASCII_BITS = (1 << 128) - 1
 _MULTIBYTE_SEQUENCES = utf8_sequences(0x80, 0xD7FF) + utf8_sequences(0xE000, 0x10FFFF)
 
@@ -34,7 +42,8 @@ class TransitionTable:
         self.rows[DEAD, :] = DEAD
         self._flat = memoryview(self.rows.reshape(-1))  # element access without numpy scalars
         self._loop_bits: dict[int, int] = {}
-        self._classes: dict[int, list[np.ndarray] | None] = {}
+        self._classes: dict[int, tuple[int, ...] | None] = {}
+        self._class_bytes: dict[int, np.ndarray] = {}
         self.filled = 0  # transitions computed by the configuration system (a cost measure)
         self._loops: dict[int, np.ndarray] = {}
         self._utf8: dict[int, bool] = {}
@@ -65,97 +74,41 @@ class TransitionTable:
         target = self.system.step(cid, byte)
         self._grow()
         self.filled += 1
-        for cls in self._class_masks(cid):
-            if cls[byte]:
-                self.rows[cid, cls] = target
-                return
+        parts = self._class_parts(cid)
+        if parts is not None:
+            for part in parts:
+                if part >> byte & 1:
+                    self.rows[cid, self._bytes_of(part)] = target
+                    return
         self.rows[cid, byte] = target
 
-    def _class_masks(self, cid: int) -> list[np.ndarray]:
-        masks = self._classes.get(cid)
-        if masks is None:
-            parts = self.system.byte_classes(cid)
-            masks = [mask_to_bools(p) for p in parts] if parts is not None else []
-            self._classes[cid] = masks
-        return masks
+    def _class_parts(self, cid: int) -> tuple[int, ...] | None:
+        """The byte classes of ``cid`` as bit masks (None: unknown, fill byte by byte)."""
+        r = self._classes.get(cid, False)
+        if r is False:
+            r = self._classes[cid] = self.system.byte_classes(cid)
+        return r
+
+    def _bytes_of(self, part: int) -> np.ndarray:
+        """The bytes of a class mask as an index array (shared: configurations repeat classes)."""
+        r = self._class_bytes.get(part)
+        if r is None:
+            if len(self._class_bytes) >= MAX_CLASS_ARRAYS:
+                self._class_bytes.clear()
+            r = self._class_bytes[part] = np.flatnonzero(mask_to_bools(part))
+        return r
 
     def gather(self, configs: np.ndarray, byts: np.ndarray) -> np.ndarray:
         """``rows[configs, byts]`` with unknown transitions computed first."""
         out = self.rows[configs, byts]
         unknown = out == UNKNOWN
         if unknown.any():
-            keys = np.unique(configs[unknown].astype(np.int64) * 256 + byts[unknown])
+            keys = unique(configs[unknown].astype(np.int64) * 256 + byts[unknown])
             for key in keys.tolist():
-                cid, b = divmod(key, 256)
-                if self.rows[cid, b] == UNKNOWN:
-                    self._fill(cid, b)
+                if self._flat[key] == UNKNOWN:  # a class filled before may cover it
+                    self._fill(key >> 8, key & 255)
             out = self.rows[configs, byts]
         return out
-
-    def _walk_narrow(
-        self,
-        cid: int,
-        trie: TokenTrie,
-        level: int,
-        nodes: np.ndarray,
-        states: np.ndarray,
-        parents: np.ndarray,
-        pieces: list[np.ndarray],
-        end_pieces: list[np.ndarray],
-        slack_pieces: list[np.ndarray],
-        with_ends: bool,
-    ) -> None:
-        """Finish a walk depth-first in Python from a few live nodes (the same rules as the
-        vectorised levels: bulk acceptance of looping subtrees, tokens ending at nodes)."""
-        views = trie.views()
-        starts: list[int] = []
-        counts: list[int] = []
-        ends: list[int] = []
-        slacks: list[int] = []
-        step = self.step
-        todo = list(zip([level] * nodes.size, nodes.tolist(), states.tolist(), parents.tolist()))
-        while todo:
-            k, node, state, parent = todo.pop()
-            v = views[k]
-            if state == parent or state == cid:
-                loops = self.loop_bits(state)
-                b = 4 * node
-                below = v.below[b] | v.below[b + 1] << 64 | v.below[b + 2] << 128 | v.below[b + 3] << 192
-                outside = below & ~loops
-                slack = -1
-                if not outside:
-                    slack = 0
-                elif not outside & ASCII_BITS and v.utf8_below[node] and self.utf8_loop(state):
-                    slack = 3
-                if slack >= 0:
-                    lo = v.run_start[node]
-                    starts.append(lo)
-                    counts.append(v.run_end[node] - lo)
-                    ends.append(state)
-                    slacks.append(slack)
-                    continue
-            tc = v.tok_count[node]
-            if tc:
-                starts.append(v.tok_start[node])
-                counts.append(tc)
-                ends.append(state)
-                slacks.append(0)
-            cc = v.child_count[node]
-            if cc and k + 1 < len(views):
-                nxt = views[k + 1]
-                first = v.child_start[node]
-                for child in range(first, first + cc):
-                    s2 = step(state, nxt.byte[child])
-                    if s2 != DEAD:
-                        todo.append((k + 1, child, s2, state))
-        if not starts:
-            return
-        st = np.asarray(starts, dtype=np.int64)
-        ct = np.asarray(counts, dtype=np.int64)
-        pieces.append(ranges(st, ct))
-        if with_ends:
-            end_pieces.append(np.repeat(np.asarray(ends, dtype=np.int32), ct))
-            slack_pieces.append(np.repeat(np.asarray(slacks, dtype=np.int32), ct))
 
     def loop_sets(self, configs: np.ndarray) -> np.ndarray:
         """For each configuration, the bytes that lead back to it, as (n, 4) uint64 bit sets."""
@@ -187,7 +140,7 @@ class TransitionTable:
                         if (row[lo : hi + 1] == UNKNOWN).any():
                             self._fill_row(st)
                             row = self.rows[st]
-                        nxt.update(np.unique(row[lo : hi + 1]).tolist())
+                        nxt.update(unique(row[lo : hi + 1]).tolist())
                     if DEAD in nxt:
                         r = False
                         break
@@ -207,12 +160,10 @@ class TransitionTable:
         return r
 
     def _fill_row(self, cid: int) -> None:
-        masks = self._class_masks(cid)
-        if masks:
-            for cls in masks:
-                b = int(np.argmax(cls))
-                if self.rows[cid, b] == UNKNOWN:
-                    self._fill(cid, b)
+        for part in self._class_parts(cid) or ():
+            b = (part & -part).bit_length() - 1
+            if self.rows[cid, b] == UNKNOWN:
+                self._fill(cid, b)
         for b in np.nonzero(self.rows[cid] == UNKNOWN)[0].tolist():
             if self.rows[cid, b] == UNKNOWN:
                 self._fill(cid, b)
@@ -230,80 +181,241 @@ class TransitionTable:
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Like :meth:`walk`, also giving each token's end configuration and a slack in bytes:
         tokens accepted in bulk under a multi-byte-character loop may end inside a character,
-        up to 3 bytes short of the loop configuration they are reported with."""
+        up to 3 bytes short of the loop configuration they are reported with.
+
+        The walk is level by level. Each level is handled in numpy when it has many live nodes
+        and in Python when it has few (a numpy call costs microseconds whatever its size, a
+        Python step a fraction of one); separately, the children of a level are stepped with one
+        numpy gather when there are many and one by one in Python when there are few, so that a
+        narrow level with a wide fan-out (the one node ``"`` and its hundreds of children) costs
+        one gather, not hundreds of Python steps.
+        """
         empty = np.zeros(0, dtype=np.int32)
         if trie.depth == 0 or cid == DEAD:
             return empty, empty, empty
-        pieces: list[np.ndarray] = []
-        end_pieces: list[np.ndarray] = []
-        slack_pieces: list[np.ndarray] = []
-        nodes = np.arange(trie.level_byte[0].size, dtype=np.int64)
-        parent_states = np.full(nodes.size, cid, dtype=np.int32)
-        states = self.gather(parent_states, trie.level_byte[0])
+        out = _Pieces(with_ends)
+        views = trie.views()
+        # where the walk enters the trie: the root's children, or the exits of a loop region
+        region = self._loop_region(cid, trie)
+        if region is None:
+            entries = {0: (np.arange(trie.level_byte[0].size, dtype=np.int64), trie.level_byte[0])}
+        else:
+            out.add_positions(region.positions, cid, region.slack)
+            entries = region.exits
+        last_entry = max(entries, default=-1)
+        frontier: list[tuple[int, int, int]] | None = []  # (node, state, parent) in Python mode
+        nodes = states = parents = np.zeros(0, dtype=np.int64)
         for k in range(trie.depth):
-            alive = states != DEAD
-            nodes = nodes[alive]
-            looped = states[alive] == parent_states[alive]
-            parents = parent_states[alive]
-            states = states[alive]
-            if nodes.size == 0:
+            if frontier is not None and not frontier and k > last_entry:
                 break
-            if nodes.size <= NARROW:
-                self._walk_narrow(cid, trie, k, nodes, states, parents, pieces, end_pieces, slack_pieces, with_ends)
-                break
-            # a state that just looped, or is back at the start, may loop on everything below
-            bulk = np.zeros(nodes.size, dtype=bool)
-            if k:
-                looped |= states == cid
-            if looped.any():
-                cand = np.flatnonzero(looped)
-                uniq, inverse = np.unique(states[cand], return_inverse=True)
-                loops = self.loop_sets(uniq)
-                below = trie.below[k][nodes[cand]]
-                outside = below & ~loops[inverse]
-                bulk[cand] = ~outside.any(axis=1)
-                # or: loops on the ASCII bytes below and on every multi-byte character
-                utf8 = np.asarray([self.utf8_loop(int(u)) for u in uniq])[inverse]
-                more = ~bulk[cand] & utf8 & trie.utf8_below[k][nodes[cand]] & ~outside[:, :2].any(axis=1)
-                bulk[cand] |= more
-                if with_ends:
-                    slack = np.zeros(nodes.size, dtype=np.int32)
-                    slack[cand[more]] = 3
-            if bulk.any():
-                starts = trie.run_start[k][nodes[bulk]]
-                counts = trie.run_end[k][nodes[bulk]] - starts
-                pieces.append(ranges(starts, counts))
-                if with_ends:
-                    end_pieces.append(np.repeat(states[bulk], counts))
-                    slack_pieces.append(np.repeat(slack[bulk], counts))
-                keep = ~bulk
-                nodes = nodes[keep]
-                states = states[keep]
-                if nodes.size == 0:
-                    break
-            tc = trie.tok_count[k][nodes]
-            ends = tc > 0
-            if ends.any():
-                pieces.append(ranges(trie.tok_start[k][nodes[ends]], tc[ends]))
-                if with_ends:
-                    end_pieces.append(np.repeat(states[ends], tc[ends]))
-                    slack_pieces.append(np.zeros(int(tc[ends].sum()), dtype=np.int32))
-            if k + 1 == trie.depth:
-                break
-            counts = trie.child_count[k][nodes]
-            has = counts > 0
-            if not has.any():
-                break
-            counts = counts[has]
-            starts = trie.child_start[k][nodes[has]]
+            entry = entries.get(k)
+            if entry is not None:
+                e_parents = np.full(entry[0].size, cid, dtype=np.int32)
+                e_states = self.gather(e_parents, entry[1])
+                if frontier is not None:
+                    nodes = np.asarray([f[0] for f in frontier], dtype=np.int64)
+                    states = np.asarray([f[1] for f in frontier], dtype=np.int32)
+                    parents = np.asarray([f[2] for f in frontier], dtype=np.int32)
+                    frontier = None
+                nodes = np.concatenate([nodes, entry[0]])
+                states = np.concatenate([states, e_states])
+                parents = np.concatenate([parents, e_parents])
+            if frontier is None:
+                alive = states != DEAD
+                nodes, states, parents = nodes[alive], states[alive], parents[alive]
+                if nodes.size <= NARROW:
+                    frontier = list(zip(nodes.tolist(), states.tolist(), parents.tolist()))
+            if frontier is not None:
+                if not frontier:
+                    continue
+                expand = self._nodes_python(cid, views, k, frontier, out)
+                if sum(e[1] for e in expand) <= NARROW_CHILDREN:
+                    frontier = self._children_python(views[k + 1], expand) if expand else []
+                    continue
+                starts = np.asarray([e[0] for e in expand], dtype=np.int64)
+                counts = np.asarray([e[1] for e in expand], dtype=np.int64)
+                expanded = np.asarray([e[2] for e in expand], dtype=np.int32)
+                frontier = None
+            else:
+                found = self._nodes_numpy(cid, trie, k, nodes, states, parents, out)
+                if found is None:
+                    frontier = []
+                    continue
+                starts, counts, expanded = found
+                if int(counts.sum()) <= NARROW_CHILDREN:
+                    expand = list(zip(starts.tolist(), counts.tolist(), expanded.tolist()))
+                    frontier = self._children_python(views[k + 1], expand)
+                    continue
             nodes = ranges(starts, counts)
-            parent_states = np.repeat(states[has], counts)
-            states = self.gather(parent_states, trie.level_byte[k + 1][nodes])
-        if not pieces:
+            parents = np.repeat(expanded, counts)
+            states = self.gather(parents, trie.level_byte[k + 1][nodes])
+        return out.result(trie)
+
+    def _loop_region(self, cid: int, trie: TokenTrie) -> LoopRegion | None:
+        """The loop region of ``cid`` when it loops on enough bytes to be worth one."""
+        if trie.level_byte[0].size < 256:
+            return None  # the root row is not filled by the walk anyway: do not force it
+        if (self.rows[cid] == UNKNOWN).any():
+            self._fill_row(cid)  # the walk's first level needs (nearly) all of it
+        loops = self.loop_bits(cid)
+        if loops.bit_count() < LOOP_REGION_MIN_BYTES:
+            return None
+        return loop_region(trie, loops, self.utf8_loop(cid))
+
+    def _nodes_numpy(
+        self,
+        cid: int,
+        trie: TokenTrie,
+        k: int,
+        nodes: np.ndarray,
+        states: np.ndarray,
+        parents: np.ndarray,
+        out: _Pieces,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """One trie level in numpy (the live nodes, their configurations and their parents'):
+        bulk acceptance, tokens ending here; returns the children to visit as (first child,
+        count, configuration) arrays, or None."""
+        # a state that just looped, or is back at the start, may loop on everything below
+        looped = (states == parents) | (states == cid)
+        bulk = None
+        if looped.any():
+            cand = np.flatnonzero(looped)
+            uniq, inverse = unique_inverse(states[cand])
+            loops = self.loop_sets(uniq)
+            below = trie.below[k][nodes[cand]]
+            outside = below & ~loops[inverse]
+            whole = ~outside.any(axis=1)
+            # or: loops on the ASCII bytes below and on every multi-byte character
+            utf8 = np.asarray([self.utf8_loop(int(u)) for u in uniq])[inverse]
+            more = ~whole & utf8 & trie.utf8_below[k][nodes[cand]] & ~outside[:, :2].any(axis=1)
+            accepted = whole | more
+            if accepted.any():
+                bulk = cand[accepted]
+                starts = trie.run_start[k][nodes[bulk]]
+                slack = None
+                if out.with_ends:
+                    slack = np.where(more[accepted], 3, 0).astype(np.int32)
+                out.add(starts, trie.run_end[k][nodes[bulk]] - starts, states[bulk], slack)
+                keep = np.ones(nodes.size, dtype=bool)
+                keep[bulk] = False
+                nodes, states = nodes[keep], states[keep]
+                if nodes.size == 0:
+                    return None
+        tc = trie.tok_count[k][nodes]
+        ends = tc > 0
+        if ends.any():
+            out.add(trie.tok_start[k][nodes[ends]], tc[ends], states[ends], None)
+        if k + 1 == trie.depth:
+            return None
+        counts = trie.child_count[k][nodes]
+        has = counts > 0
+        if not has.any():
+            return None
+        return trie.child_start[k][nodes[has]], counts[has].astype(np.int64), states[has]
+
+    def _nodes_python(
+        self,
+        cid: int,
+        views: list[LevelViews],
+        k: int,
+        frontier: list[tuple[int, int, int]],
+        out: _Pieces,
+    ) -> list[tuple[int, int, int]]:
+        """One trie level in Python for a few live nodes: bulk acceptance of looping subtrees,
+        tokens ending here; returns ``(first child, child count, state)`` of the nodes whose
+        children must be visited."""
+        v = views[k]
+        expand: list[tuple[int, int, int]] = []
+        last = k + 1 == len(views)
+        for node, state, parent in frontier:
+            if state == parent or state == cid:
+                loops = self.loop_bits(state)
+                b = 4 * node
+                below = v.below[b] | v.below[b + 1] << 64 | v.below[b + 2] << 128 | v.below[b + 3] << 192
+                outside = below & ~loops
+                slack = -1
+                if not outside:
+                    slack = 0
+                elif not outside & ASCII_BITS and v.utf8_below[node] and self.utf8_loop(state):
+                    slack = 3
+                if slack >= 0:
+                    lo = v.run_start[node]
+                    out.add_py(lo, v.run_end[node] - lo, state, slack)
+                    continue
+            tc = v.tok_count[node]
+            if tc:
+                out.add_py(v.tok_start[node], tc, state, 0)
+            cc = v.child_count[node]
+            if cc and not last:
+                expand.append((v.child_start[node], cc, state))
+        return expand
+
+    def _children_python(self, nxt: LevelViews, expand: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
+        """Step the children of ``expand`` one by one (few of them): the live ones."""
+        flat = self._flat
+        size = len(flat)
+        byte = nxt.byte
+        frontier: list[tuple[int, int, int]] = []
+        for first, count, state in expand:
+            base = state * 256
+            for child in range(first, first + count):
+                key = base + byte[child]
+                s2 = flat[key] if key < size else UNKNOWN
+                if s2 == UNKNOWN:
+                    s2 = self.step(state, byte[child])
+                    flat = self._flat
+                    size = len(flat)
+                if s2 != DEAD:
+                    frontier.append((child, s2, state))
+        return frontier
+
+
+class _Pieces:
+    """What a walk accepts: runs of ``sorted_ids`` positions, each with its end configuration
+    and slack, gathered from numpy levels (arrays) and Python levels (scalars)."""
+
+    def __init__(self, with_ends: bool) -> None:
+        self.with_ends = with_ends
+        self.runs: list[np.ndarray] = []
+        self.ends: list[np.ndarray] = []
+        self.slacks: list[np.ndarray] = []
+        self.py_starts: list[int] = []
+        self.py_counts: list[int] = []
+        self.py_ends: list[int] = []
+        self.py_slacks: list[int] = []
+
+    def add(self, starts: np.ndarray, counts: np.ndarray, states: np.ndarray, slack: np.ndarray | None) -> None:
+        self.runs.append(ranges(starts, counts))
+        if self.with_ends:
+            self.ends.append(np.repeat(states, counts))
+            self.slacks.append(
+                np.zeros(int(counts.sum()), dtype=np.int32) if slack is None else np.repeat(slack, counts)
+            )
+
+    def add_positions(self, positions: np.ndarray, state: int, slack: np.ndarray) -> None:
+        self.runs.append(positions)
+        if self.with_ends:
+            self.ends.append(np.full(positions.size, state, dtype=np.int32))
+            self.slacks.append(slack)
+
+    def add_py(self, start: int, count: int, state: int, slack: int) -> None:
+        self.py_starts.append(start)
+        self.py_counts.append(count)
+        self.py_ends.append(state)
+        self.py_slacks.append(slack)
+
+    def result(self, trie: TokenTrie) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if self.py_starts:
+            self.add(
+                np.asarray(self.py_starts, dtype=np.int64),
+                np.asarray(self.py_counts, dtype=np.int64),
+                np.asarray(self.py_ends, dtype=np.int32),
+                np.asarray(self.py_slacks, dtype=np.int32),
+            )
+        empty = np.zeros(0, dtype=np.int32)
+        if not self.runs:
             return empty, empty, empty
-        ids = trie.sorted_ids[np.concatenate(pieces)]
-        if ids.size == 0:
-            return empty, empty, empty
-        if not with_ends:
+        ids = trie.sorted_ids[np.concatenate(self.runs)]
+        if ids.size == 0 or not self.with_ends:
             return ids, empty, empty
-        return ids, np.concatenate(end_pieces), np.concatenate(slack_pieces)
+        return ids, np.concatenate(self.ends), np.concatenate(self.slacks)

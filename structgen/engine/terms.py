@@ -62,6 +62,7 @@ class TermStore:
         self._nullable_at: dict[tuple[int, int], bool] = {}
         self._classes: dict[int, tuple[int, ...]] = {}
         self._first_syms: dict[int, frozenset[int]] = {}
+        self._symbol_sets: dict[frozenset[int], frozenset[int]] = {}
         self._empty: dict[int, bool] = {}
         self._shortest: dict[int, int] = {}
         self._make((NOTHING_K,), NOTHING_K, 0, None, False, 0)
@@ -357,6 +358,9 @@ class TermStore:
             r = self.first_syms(self.a[t])
         else:
             r = frozenset()
+        # one object per distinct set: sets stay tracked by the garbage collector, and a
+        # grammar has few distinct ones but many terms
+        r = self._symbol_sets.setdefault(r, r)
         self._first_syms[t] = r
         return r
 
@@ -404,7 +408,57 @@ class TermStore:
         r = self._empty.get(t)
         if r is not None:
             return r
-        return self._depth_first_empty(t)
+        return self._composed_empty(t)
+
+    def _composed_empty(self, t: int) -> bool:
+        """Emptiness where it composes, a search only where it does not.
+
+        A sequence whose head has no symbols and no greedy lexemes is empty iff its head or its
+        tail is (the head is an ordinary regular language); a choice iff every option is; a
+        repetition of such a unit iff it needs one and the unit is empty. So a new derivative
+        ``head' tail`` of a long sequence (the rest of a JSON document, where a set operation
+        sits somewhere in the tail) asks about ``head'`` alone and finds its tail's answer in
+        the record, where a search would walk to the end of the document again. Set operations,
+        greedy lexemes and heads with symbols are searched as before (symbols count as
+        non-empty there, as here)."""
+        memo = self._empty
+        chain: list[int] = []  # sequences whose answer is the one found below them
+        u = t
+        while True:
+            if u == NOTHING:
+                r = True
+                break
+            if not self.flags[u] & (HAS_POSS | HAS_SETOP):
+                r = False
+                break
+            known = memo.get(u)
+            if known is not None:
+                r = known
+                break
+            k = self.kind[u]
+            if k == LAZY_K:
+                chain.append(u)
+                u = self.force(u)
+            elif k == SEQ_K and not self.flags[self.a[u]] & (HAS_SYM | HAS_POSS):
+                chain.append(u)
+                if self.is_empty(self.a[u]):
+                    r = True
+                    break
+                u = self.b[u]  # type: ignore[assignment]
+            elif k == ALT_K:
+                r = all(self.is_empty(x) for x in self.b[u])  # type: ignore[union-attr]
+                memo[u] = r
+                break
+            elif k == REPEAT_K and not self.flags[self.a[u]] & (HAS_SYM | HAS_POSS):
+                r = self.b[u][0] > 0 and self.is_empty(self.a[u])  # type: ignore[index]
+                memo[u] = r
+                break
+            else:
+                r = self._depth_first_empty(u)
+                break
+        for x in chain:
+            memo[x] = r
+        return r
 
     def _accepts(self, t: int) -> bool:
         return self.nullable_at(t, LA_END) or bool(self.flags[t] & HAS_SYM and self.first_syms(t))

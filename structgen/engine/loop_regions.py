@@ -1,0 +1,107 @@
+"""The part of a token walk that stays inside a loop, computed once per loop byte set.
+
+Where a walk starts at a configuration that loops on many bytes (inside a JSON string, a digit
+run, whitespace), most of the trie nodes it visits are reached by looping: their configuration is
+the start configuration, and what happens there depends only on which bytes loop (and on whether
+every multi-byte character loops too), not on what the grammar expects after the loop. So that
+part is computed once per (vocabulary, loop byte set, multi-byte flag) as a :class:`LoopRegion`:
+the tokens it accepts (subtrees accepted in bulk, tokens ending on a looping path) and the
+*exits*, the nodes on a looping path whose byte does not loop. A walk from any configuration with
+the same loops takes the accepted tokens as they are and continues only from the exits, whose
+configurations come from the configuration's own row: the walk of a string body then visits the
+few hundred nodes after a quote or a backslash instead of the tens of thousands of nodes above
+them. The result is the walk :class:`~.table.TransitionTable` would do node by node, in another
+order.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+
+from .arrays import mask_to_bools, ranges
+from .token_trie import TokenTrie
+
+#: Regions kept per vocabulary (one per distinct loop byte set met; each a few MB at most).
+MAX_REGIONS = 64
+_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class LoopRegion:
+    """What a walk from a configuration with these loops does before leaving them."""
+
+    positions: np.ndarray  #: int64 positions in ``sorted_ids`` of the tokens accepted in the loop
+    slack: np.ndarray  #: int32 per position: 3 where accepted under a multi-byte-character loop
+    exits: dict[int, tuple[np.ndarray, np.ndarray]]  #: level -> (nodes int64, their bytes uint8)
+
+
+def loop_region(trie: TokenTrie, loops: int, utf8: bool) -> LoopRegion:
+    """The region of ``loops`` (a 256-bit set of the bytes that loop) in ``trie``, cached on it."""
+    cache: dict[tuple[int, bool], LoopRegion] | None = trie.__dict__.get("_loop_regions")
+    if cache is None:
+        with _lock:
+            cache = trie.__dict__.get("_loop_regions")
+            if cache is None:
+                cache = {}
+                object.__setattr__(trie, "_loop_regions", cache)
+    key = (loops, utf8)
+    region = cache.get(key)
+    if region is None:
+        region = build_loop_region(trie, loops, utf8)
+        with _lock:
+            if len(cache) >= MAX_REGIONS:
+                cache.pop(next(iter(cache)))
+            cache[key] = region
+    return region
+
+
+def build_loop_region(trie: TokenTrie, loops: int, utf8: bool) -> LoopRegion:
+    """Walk the nodes reachable from the root by looping bytes, with the walk's bulk rules: a
+    node whose subtree holds only looping bytes is accepted whole, as is one whose subtree holds
+    looping ASCII bytes and well-formed UTF-8 when ``utf8`` (every multi-byte character loops)."""
+    loop_words = np.asarray([(loops >> (64 * i)) & ((1 << 64) - 1) for i in range(4)], dtype=np.uint64)
+    looping = mask_to_bools(loops)
+    runs: list[np.ndarray] = []
+    slacks: list[np.ndarray] = []
+    exits: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    nodes = np.arange(trie.level_byte[0].size, dtype=np.int64)
+    byts = trie.level_byte[0]
+    for k in range(trie.depth):
+        inside = looping[byts]
+        if not inside.all():
+            exits[k] = (nodes[~inside], byts[~inside])
+        nodes = nodes[inside]
+        if nodes.size == 0:
+            break
+        outside = trie.below[k][nodes] & ~loop_words
+        whole = ~outside.any(axis=1)
+        if utf8:
+            more = ~whole & trie.utf8_below[k][nodes] & ~outside[:, :2].any(axis=1)
+        else:
+            more = np.zeros(nodes.size, dtype=bool)
+        bulk = whole | more
+        if bulk.any():
+            starts = trie.run_start[k][nodes[bulk]]
+            counts = trie.run_end[k][nodes[bulk]] - starts
+            runs.append(ranges(starts, counts))
+            slacks.append(np.repeat(np.where(more[bulk], 3, 0).astype(np.int32), counts))
+            nodes = nodes[~bulk]
+        tc = trie.tok_count[k][nodes]
+        ends = tc > 0
+        if ends.any():
+            runs.append(ranges(trie.tok_start[k][nodes[ends]], tc[ends]))
+            slacks.append(np.zeros(int(tc[ends].sum()), dtype=np.int32))
+        if k + 1 == trie.depth:
+            break
+        counts = trie.child_count[k][nodes]
+        has = counts > 0
+        if not has.any():
+            break
+        nodes = ranges(trie.child_start[k][nodes[has]], counts[has])
+        byts = trie.level_byte[k + 1][nodes]
+    positions = np.concatenate(runs) if runs else np.zeros(0, dtype=np.int64)
+    slack = np.concatenate(slacks) if slacks else np.zeros(0, dtype=np.int32)
+    return LoopRegion(positions, slack, exits)

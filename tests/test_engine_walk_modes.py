@@ -1,0 +1,63 @@
+"""The token walk's paths agree: a level (or a level's children) may be handled in numpy or in
+Python depending on how many nodes are live, and a walk from a looping configuration may start
+from its loop region (loop_regions.py) or from the root; forcing one path or the other must give
+the same masks, end configurations and budget figures, equal to the byte-level matcher's mask."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from structgen.engine import Constraint
+from structgen.engine import table as table_mod
+
+from engine_support import greedy_tokens, json_grammar, load_vocab, person_grammar, reference_mask
+
+DOC = json.dumps({"name": "Zoë \"Z\"", "n": [-1.5e3, 0, True], "o": {"k": "a\\b"}}, ensure_ascii=False)
+PERSON = '{"name": "Ann", "age": 42, "role": "admin", "tags": ["x", "y z"]}'
+
+#: (live nodes below which a level runs in Python, children below which they are stepped in
+#: Python, looping bytes from which a walk uses a loop region)
+MODES = {
+    "numpy only": (0, 0, 257),
+    "python only": (10**9, 10**9, 257),
+    "mixed": (3, 5, 257),
+    "regions, numpy": (0, 0, 1),
+    "regions, python": (10**9, 10**9, 1),
+    "regions, mixed": (3, 5, 1),
+}
+
+
+def _masks(grammar, vocab, text: str, modes: tuple[int, int, int], monkeypatch) -> list[tuple]:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr(table_mod, "NARROW", modes[0])
+    monkeypatch.setattr(table_mod, "NARROW_CHILDREN", modes[1])
+    monkeypatch.setattr(table_mod, "LOOP_REGION_MIN_BYTES", modes[2])
+    c = Constraint.compile(grammar, vocab)
+    st = c.start()
+    out = []
+    for tok in greedy_tokens(vocab, text.encode()):
+        ids, need = c._after(st.config)
+        order = np.argsort(ids, kind="stable")
+        out.append((st.mask(), ids[order], need[order]))
+        assert st.commit_token(tok)
+    return out
+
+
+@pytest.mark.parametrize("grammar_name", ["json", "person"])
+def test_walk_paths_agree(grammar_name: str, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    vocab = load_vocab("llama-spm")
+    grammar, text = (json_grammar(), DOC) if grammar_name == "json" else (person_grammar(), PERSON)
+    results = {name: _masks(grammar, vocab, text, modes, monkeypatch) for name, modes in MODES.items()}
+    first = results["numpy only"]
+    for name, res in results.items():
+        assert len(res) == len(first)
+        for step, (a, b) in enumerate(zip(first, res)):
+            for x, y in zip(a, b):
+                assert np.array_equal(x, y), f"{name} differs from numpy only at token {step}"
+    # and the masks are the matcher's
+    ids = greedy_tokens(vocab, text.encode())
+    for i in range(0, len(ids), 5):
+        prefix = b"".join(vocab.token_bytes(t) for t in ids[:i])
+        assert np.array_equal(first[i][0], reference_mask(grammar, vocab, prefix))
