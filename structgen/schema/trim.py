@@ -19,11 +19,15 @@ from ..grammar.graphs import nodes_on_cycles
 
 
 def _rebuild(node: ir.Node, leaf: Callable[[ir.Node], ir.Node]) -> ir.Node:
-    """``node`` rebuilt bottom-up with the smart constructors, leaves mapped by ``leaf``."""
+    """``node`` rebuilt bottom-up with the smart constructors, leaves mapped by ``leaf``.
+
+    Shared subtrees (format grammars share most of theirs) are rebuilt once."""
     done: dict[int, ir.Node] = {}
     stack: list[tuple[ir.Node, bool]] = [(node, False)]
     while stack:
         n, expanded = stack.pop()
+        if id(n) in done:
+            continue
         kids = n.children()
         if not kids:
             done[id(n)] = leaf(n)
@@ -69,6 +73,8 @@ def _productive_node(node: ir.Node, productive: set[str]) -> bool:
     stack: list[tuple[ir.Node, bool]] = [(node, False)]
     while stack:
         n, expanded = stack.pop()
+        if id(n) in value:
+            continue
         kids = n.children()
         if kids and not expanded:
             stack.append((n, True))
@@ -99,11 +105,68 @@ def _productive_node(node: ir.Node, productive: set[str]) -> bool:
 
 
 def _ref_counts(node: ir.Node) -> dict[str, int]:
+    """How often each rule is referenced in the tree of ``node`` (a shared subtree counts once per
+    place it occurs), names in the order a left-to-right pre-order walk first meets them.
+
+    Bodies are DAGs (format grammars share subtrees heavily): each distinct node is visited once
+    and the number of paths reaching it is propagated, instead of expanding the tree."""
+    preorder: list[ir.Node] = []
+    seen: set[int] = set()
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        preorder.append(n)
+        stack.extend(reversed(n.children()))
+    # path counts flow from parents to children: every parent must be done first
+    paths: dict[int, int] = {id(node): 1}
+    for n in _topological(node):
+        k = paths[id(n)]
+        for c in n.children():
+            paths[id(c)] = paths.get(id(c), 0) + k
     out: dict[str, int] = {}
-    for n in ir.iter_nodes(node):
+    for n in preorder:
         if isinstance(n, ir.Ref):
-            out[n.name] = out.get(n.name, 0) + 1
+            out[n.name] = out.get(n.name, 0) + paths[id(n)]
     return out
+
+
+def _topological(node: ir.Node) -> list[ir.Node]:
+    """The distinct nodes under ``node``, every node before all of its children."""
+    post: list[ir.Node] = []
+    seen: set[int] = set()
+    stack: list[tuple[ir.Node, bool]] = [(node, False)]
+    while stack:
+        n, expanded = stack.pop()
+        if expanded:
+            post.append(n)
+            continue
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        stack.append((n, True))
+        stack.extend((c, False) for c in n.children())
+    post.reverse()
+    return post
+
+
+def _depth(node: ir.Node, memo: dict[int, tuple[ir.Node, int]]) -> int:
+    """:func:`ir.depth` with a memo shared across calls (keyed by identity; the memo keeps the
+    nodes alive so that identities are not reused): inlining nests the same bodies repeatedly."""
+    stack: list[tuple[ir.Node, bool]] = [(node, False)]
+    while stack:
+        n, expanded = stack.pop()
+        if id(n) in memo:
+            continue
+        kids = n.children()
+        if kids and not expanded:
+            stack.append((n, True))
+            stack.extend((c, False) for c in kids if id(c) not in memo)
+            continue
+        memo[id(n)] = (n, 1 + max((memo[id(c)][1] for c in kids), default=0))
+    return memo[id(node)][1]
 
 
 def _post_order(graph: dict[str, list[str]]) -> list[str]:
@@ -210,16 +273,17 @@ def _inline(
     final: dict[str, ir.Node] = {}
     depth_of: dict[str, int] = {}
     inlined: set[str] = set()
+    memo: dict[int, tuple[ir.Node, int]] = {}
     for name in order:
         body = rules[name]
         subs = [r for r in refs[name] if r in candidates and depth_of.get(r, max_depth) <= inline_depth]
         if subs:
-            d0 = ir.depth(body)
+            d0 = _depth(body, memo)
             if d0 <= max_depth - inline_depth:
                 chosen = set(subs)
                 inlined.update(chosen)
                 body = _rebuild(body, lambda n: final[n.name] if isinstance(n, ir.Ref) and n.name in chosen else n)
         final[name] = body
         if name in candidates:
-            depth_of[name] = ir.depth(body)
+            depth_of[name] = _depth(body, memo)
     return {name: final[name] for name in rules if name not in inlined}
