@@ -115,13 +115,13 @@ class Grammar:
                     limit="max_nesting",
                     value=limits.max_nesting,
                 )
-            for node in ir.iter_nodes(body):
+            for node in ir.iter_distinct(body):
                 if isinstance(node, ir.Ref) and node.name not in self._rules:
                     if self._externs.get(node.name) != "grammar":
                         raise GrammarError(f"undefined rule {node.name!r}", rule=name)
         recursive = self.recursive_rules()
         for name, body in self._rules.items():
-            for node in ir.iter_nodes(body):
+            for node in ir.iter_distinct(body):
                 if isinstance(node, (ir.Lexeme, ir.Difference, ir.Intersection)):
                     for operand in node.children():
                         self._check_regular(operand, recursive, name, type(node).__name__)
@@ -131,7 +131,7 @@ class Grammar:
         stack = [node]
         while stack:
             n = stack.pop()
-            for sub in ir.iter_nodes(n):
+            for sub in ir.iter_distinct(n):
                 if isinstance(sub, ir.Token):
                     raise GrammarError(f"{op} cannot contain a token atom", rule=rule)
                 if isinstance(sub, ir.Ref):

@@ -444,20 +444,43 @@ def iter_nodes(root: Node) -> Iterator[Node]:
         stack.extend(reversed(n.children()))
 
 
+def iter_distinct(root: Node) -> Iterator[Node]:
+    """Every distinct node object under ``root`` once, root first, without recursion.
+
+    Trees share subtrees (format grammars heavily): this visits the DAG, not the expanded tree.
+    """
+    seen: set[int] = set()
+    stack = [root]
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        yield n
+        stack.extend(reversed(n.children()))
+
+
 def refs(root: Node) -> set[str]:
     """Names of all rules referenced under ``root``."""
-    return {n.name for n in iter_nodes(root) if isinstance(n, Ref)}
+    return {n.name for n in iter_distinct(root) if isinstance(n, Ref)}
 
 
 def depth(root: Node) -> int:
-    """Nesting depth of the tree (a leaf has depth 1), computed without recursion."""
-    best = 0
-    stack: list[tuple[Node, int]] = [(root, 1)]
+    """Nesting depth of the tree (a leaf has depth 1), computed without recursion; a shared
+    subtree is measured once."""
+    done: dict[int, int] = {}
+    stack: list[tuple[Node, bool]] = [(root, False)]
     while stack:
-        n, d = stack.pop()
-        best = max(best, d)
-        stack.extend((c, d + 1) for c in n.children())
-    return best
+        n, expanded = stack.pop()
+        if id(n) in done:
+            continue
+        kids = n.children()
+        if kids and not expanded:
+            stack.append((n, True))
+            stack.extend((c, False) for c in kids if id(c) not in done)
+            continue
+        done[id(n)] = 1 + max((done[id(c)] for c in kids), default=0)
+    return done[id(root)]
 
 
 def _fmt_cp(cp: int) -> str:
