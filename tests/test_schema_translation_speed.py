@@ -150,3 +150,62 @@ def test_shared_subtree_counts_once_per_occurrence() -> None:
     shared = ir.seq(ir.Ref("a"), ir.lit("x"))
     body = ir.Alt((ir.Seq((shared, shared)), shared, ir.Ref("b")))
     assert trim_mod._ref_counts(body) == {"a": 3, "b": 1}
+
+
+# ---------------------------------------------------------------------------------------------
+# closed subtrees (ir.mark_closed): walks step over them, results unchanged
+
+
+def _unmarked(fn):  # type: ignore[no-untyped-def]
+    """Run ``fn`` with the closed-subtree registry (and trim's cache of it) emptied."""
+    saved, saved_prod = dict(ir._CLOSED), dict(trim_mod._CLOSED_PRODUCTIVE)
+    ir._CLOSED.clear()
+    trim_mod._CLOSED_PRODUCTIVE.clear()
+    try:
+        return fn()
+    finally:
+        ir._CLOSED.update(saved)
+        trim_mod._CLOSED_PRODUCTIVE.update(saved_prod)
+
+
+def test_mark_closed_refuses_references_and_tokens() -> None:
+    with_ref = ir.Seq((ir.lit("a"), ir.Alt((ir.Ref("r"), ir.lit("b")))))
+    with_token = ir.Seq((ir.lit("a"), ir.Token((5,))))
+    for node in (with_ref, with_token, ir.Ref("r")):
+        assert ir.mark_closed(node) is node
+        assert not ir.is_closed(node)
+    closed = ir.Seq((ir.lit("a"), ir.Alt((ir.lit("b"), ir.char((0x30, 0x39))))))
+    assert ir.mark_closed(closed) is closed
+    assert ir.is_closed(closed) and ir.is_closed(closed.items[1])
+
+
+@settings(max_examples=200, deadline=None)
+@given(rule_trees, rule_trees, rule_trees, char_trees)
+def test_trim_and_grammar_checks_ignore_marks(a: ir.Node, b: ir.Node, c: ir.Node, shared: ir.Node) -> None:
+    """The same rules trimmed with closed marks on a shared character subtree and without."""
+    rules = {
+        "root": ir.Alt((ir.Seq((ir.lit("<"), shared, ir.Ref("r1"))), a)),
+        "r1": ir.Seq((b, shared, ir.Repeat(ir.Ref("r2"), 0, 2))),
+        "r2": ir.Alt((c, ir.Seq((shared, shared)), ir.Ref("r3"))),
+        "r3": ir.Seq((ir.Ref("r1"), shared)),
+    }
+    plain = _unmarked(lambda: list(trim_mod.trim(dict(rules), "root").items()))
+    ir.mark_closed(shared)
+    assert list(trim_mod.trim(dict(rules), "root").items()) == plain
+    assert ir.depth(rules["r2"]) == _tree_depth(rules["r2"])
+    assert ir.refs(rules["r3"]) == {"r1"}
+
+
+def test_grammar_validation_still_sees_everything_outside_closed_subtrees() -> None:
+    import pytest
+
+    from structgen.errors import GrammarError
+    from structgen.grammar import Grammar
+
+    closed = ir.mark_closed(ir.Intersection(ir.repeat(ir.char((0x61, 0x7A)), 1, 5), ir.lit("abc")))
+    assert ir.is_closed(closed)
+    Grammar({"root": ir.seq(closed, ir.Ref("x")), "x": ir.lit("y")})
+    with pytest.raises(GrammarError, match="undefined rule"):
+        Grammar({"root": ir.seq(closed, ir.Ref("missing"))})
+    with pytest.raises(GrammarError, match="regular operand"):
+        Grammar({"root": ir.Intersection(closed, ir.Ref("root"))})

@@ -115,7 +115,9 @@ def encode_chars(node: ir.Node, *, ascii_escapes: bool = False) -> ir.Node:
     ``ascii_escapes`` also accepts ``\\uXXXX`` for printable ASCII characters. Results are cached
     (formats are large trees used many times in one schema).
     """
-    out = _encode_cached(node, ascii_escapes)
+    # the cached encoding is the same object in every schema that uses it: later walks
+    # (clean-up, grammar checks) step over it
+    out = ir.mark_closed(_encode_cached(node, ascii_escapes))
     if isinstance(out, (ir.Intersection, ir.Difference)):
         register_encoded(out, node, partial(encode_codepoints, ascii_escapes=ascii_escapes))
     return out

@@ -19,14 +19,19 @@ from ..grammar.graphs import nodes_on_cycles
 
 
 def _rebuild(node: ir.Node, leaf: Callable[[ir.Node], ir.Node]) -> ir.Node:
-    """``node`` rebuilt bottom-up with the smart constructors, leaves mapped by ``leaf``.
+    """``node`` rebuilt bottom-up with the smart constructors, ``Ref`` leaves mapped by ``leaf``
+    (which must return every other leaf as it is).
 
-    Shared subtrees (format grammars share most of theirs) are rebuilt once."""
+    Shared subtrees (format grammars share most of theirs) are rebuilt once; closed ones (no
+    ``Ref``, :func:`ir.mark_closed`) are kept without a look inside."""
     done: dict[int, ir.Node] = {}
     stack: list[tuple[ir.Node, bool]] = [(node, False)]
     while stack:
         n, expanded = stack.pop()
         if id(n) in done:
+            continue
+        if ir.is_closed(n):
+            done[id(n)] = n
             continue
         kids = n.children()
         if not kids:
@@ -68,12 +73,20 @@ def _rebuild(node: ir.Node, leaf: Callable[[ir.Node], ir.Node]) -> ir.Node:
     return done[id(node)]
 
 
+#: Productivity of closed subtrees (no Ref inside, so it does not depend on the rules), by identity.
+_CLOSED_PRODUCTIVE: dict[int, tuple[ir.Node, bool]] = {}
+
+
 def _productive_node(node: ir.Node, productive: set[str]) -> bool:
     value: dict[int, bool] = {}
     stack: list[tuple[ir.Node, bool]] = [(node, False)]
     while stack:
         n, expanded = stack.pop()
         if id(n) in value:
+            continue
+        known = _CLOSED_PRODUCTIVE.get(id(n))
+        if known is not None and known[0] is n:
+            value[id(n)] = known[1]
             continue
         kids = n.children()
         if kids and not expanded:
@@ -101,6 +114,10 @@ def _productive_node(node: ir.Node, productive: set[str]) -> bool:
         else:  # pragma: no cover
             v = True
         value[id(n)] = v
+        if ir.is_closed(n):
+            if len(_CLOSED_PRODUCTIVE) >= ir.MAX_CLOSED:
+                _CLOSED_PRODUCTIVE.clear()
+            _CLOSED_PRODUCTIVE[id(n)] = (n, v)
     return value[id(node)]
 
 
@@ -119,7 +136,8 @@ def _ref_counts(node: ir.Node) -> dict[str, int]:
             continue
         seen.add(id(n))
         preorder.append(n)
-        stack.extend(reversed(n.children()))
+        if not ir.is_closed(n):
+            stack.extend(reversed(n.children()))
     # path counts flow from parents to children: every parent must be done first
     paths: dict[int, int] = {id(node): 1}
     for n in _topological(node):
@@ -134,7 +152,8 @@ def _ref_counts(node: ir.Node) -> dict[str, int]:
 
 
 def _topological(node: ir.Node) -> list[ir.Node]:
-    """The distinct nodes under ``node``, every node before all of its children."""
+    """The distinct nodes under ``node``, every node before all of its children (closed subtrees:
+    their root only)."""
     post: list[ir.Node] = []
     seen: set[int] = set()
     stack: list[tuple[ir.Node, bool]] = [(node, False)]
@@ -147,7 +166,8 @@ def _topological(node: ir.Node) -> list[ir.Node]:
             continue
         seen.add(id(n))
         stack.append((n, True))
-        stack.extend((c, False) for c in n.children())
+        if not ir.is_closed(n):  # no Ref inside: the counts below it are not needed
+            stack.extend((c, False) for c in n.children())
     post.reverse()
     return post
 
@@ -159,6 +179,9 @@ def _depth(node: ir.Node, memo: dict[int, tuple[ir.Node, int]]) -> int:
     while stack:
         n, expanded = stack.pop()
         if id(n) in memo:
+            continue
+        if ir.is_closed(n):
+            memo[id(n)] = (n, ir.depth(n))  # remembered when it was marked
             continue
         kids = n.children()
         if kids and not expanded:
