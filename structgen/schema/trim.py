@@ -125,51 +125,44 @@ def _ref_counts(node: ir.Node) -> dict[str, int]:
     """How often each rule is referenced in the tree of ``node`` (a shared subtree counts once per
     place it occurs), names in the order a left-to-right pre-order walk first meets them.
 
-    Bodies are DAGs (format grammars share subtrees heavily): each distinct node is visited once
-    and the number of paths reaching it is propagated, instead of expanding the tree."""
+    Bodies are DAGs (format grammars share subtrees heavily): one walk visits each distinct node
+    once; only when some node was met twice are path counts propagated, instead of expanding
+    the tree."""
     preorder: list[ir.Node] = []
+    postorder: list[ir.Node] = []
     seen: set[int] = set()
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if id(n) in seen:
-            continue
-        seen.add(id(n))
-        preorder.append(n)
-        if not ir.is_closed(n):
-            stack.extend(reversed(n.children()))
-    # path counts flow from parents to children: every parent must be done first
-    paths: dict[int, int] = {id(node): 1}
-    for n in _topological(node):
-        k = paths[id(n)]
-        for c in n.children():
-            paths[id(c)] = paths.get(id(c), 0) + k
-    out: dict[str, int] = {}
-    for n in preorder:
-        if isinstance(n, ir.Ref):
-            out[n.name] = out.get(n.name, 0) + paths[id(n)]
-    return out
-
-
-def _topological(node: ir.Node) -> list[ir.Node]:
-    """The distinct nodes under ``node``, every node before all of its children (closed subtrees:
-    their root only)."""
-    post: list[ir.Node] = []
-    seen: set[int] = set()
+    shared = False
     stack: list[tuple[ir.Node, bool]] = [(node, False)]
     while stack:
         n, expanded = stack.pop()
         if expanded:
-            post.append(n)
+            postorder.append(n)
             continue
         if id(n) in seen:
+            shared = True
             continue
         seen.add(id(n))
+        preorder.append(n)
         stack.append((n, True))
-        if not ir.is_closed(n):  # no Ref inside: the counts below it are not needed
-            stack.extend((c, False) for c in n.children())
-    post.reverse()
-    return post
+        if not ir.is_closed(n):  # no Ref inside a closed subtree
+            stack.extend((c, False) for c in reversed(n.children()))
+    out: dict[str, int] = {}
+    if not shared:
+        for n in preorder:
+            if isinstance(n, ir.Ref):
+                out[n.name] = out.get(n.name, 0) + 1
+        return out
+    # path counts flow from parents to children: the reverse post-order has parents first
+    paths: dict[int, int] = {id(node): 1}
+    for n in reversed(postorder):
+        k = paths[id(n)]
+        if not ir.is_closed(n):
+            for c in n.children():
+                paths[id(c)] = paths.get(id(c), 0) + k
+    for n in preorder:
+        if isinstance(n, ir.Ref):
+            out[n.name] = out.get(n.name, 0) + paths[id(n)]
+    return out
 
 
 def _depth(node: ir.Node, memo: dict[int, tuple[ir.Node, int]]) -> int:
