@@ -6,7 +6,7 @@ import json
 import re
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from structgen import Grammar, SchemaError
@@ -115,6 +115,13 @@ def test_encode_chars_refuses_non_character_nodes() -> None:
 # patterns (need the regex reader)
 
 
+def ecma_search(pattern: str, text: str) -> bool:
+    """Python's ``re`` as an oracle for the ECMA-262 patterns below: ``\\w`` and ``\\d`` are
+    ASCII-only there (``re.ASCII``), and ``$`` matches only at the very end (``\\Z``; none of
+    the patterns has ``$`` inside a class)."""
+    return re.search(pattern.replace("$", "\\Z"), text, re.ASCII) is not None
+
+
 PATTERNS = ["^[a-c]+$", "ab", "\\d{2}", "^x|y$", "^(foo|ba[rz])*$", "[^a-z]", "^.{2,4}$", "\\n", "^[😀-😂é]+$", "^\\w+@\\w+$", "^a.c$"]
 
 
@@ -123,7 +130,7 @@ def test_pattern_examples(pattern: str) -> None:
     needs_regex()
     g = grammar(string_node(pattern=pattern))
     for s in ["", "abc", "ab", "12", "x", "zy", "foobar", "bazfoo", "aé", "A", "a\nb", "😀é", "a@b", "a.c", "a\nc", "😁"]:
-        expected = re.search(pattern, s) is not None
+        expected = ecma_search(pattern, s)
         for text in dumps_both(s):
             assert g.matches(text) == expected, (pattern, s)
 
@@ -224,13 +231,15 @@ def test_length_property(lo: int, span: int | None, values: list[str]) -> None:
     span=st.one_of(st.none(), st.integers(0, 4)),
     values=st.lists(st.text(st.sampled_from("abcxyz12é😀\n@.\"\\"), max_size=7), min_size=1, max_size=8),
 )
+@example(pattern="^\\w+@\\w+$", lo=0, span=None, values=["1@é"])  # ECMA \w is ASCII only
+@example(pattern="^x|y$", lo=0, span=None, values=["y\n"])  # ECMA $ does not match before a final newline
 def test_pattern_and_length_property(pattern: str, lo: int, span: int | None, values: list[str]) -> None:
     needs_regex()
     hi = None if span is None else lo + span
     node = string_node(pattern=pattern, min_length=lo, max_length=hi, allow_empty=True)
     g = grammar(node)
     for v in values:
-        expected = re.search(pattern, v) is not None and lo <= len(v) and (hi is None or len(v) <= hi)
+        expected = ecma_search(pattern, v) and lo <= len(v) and (hi is None or len(v) <= hi)
         for text in dumps_both(v):
             assert g.matches(text) == expected, (pattern, lo, hi, v)
 

@@ -115,14 +115,15 @@ class Grammar:
                     limit="max_nesting",
                     value=limits.max_nesting,
                 )
-            for node in ir.iter_nodes(body):
+            for node in ir.iter_distinct(body, skip_closed=True):
                 if isinstance(node, ir.Ref) and node.name not in self._rules:
                     if self._externs.get(node.name) != "grammar":
                         raise GrammarError(f"undefined rule {node.name!r}", rule=name)
         recursive = self.recursive_rules()
         for name, body in self._rules.items():
-            for node in ir.iter_nodes(body):
-                if isinstance(node, (ir.Lexeme, ir.Difference, ir.Intersection)):
+            for node in ir.iter_distinct(body, skip_closed=True):
+                # a closed subtree holds no Ref or Token: its operands are regular
+                if isinstance(node, (ir.Lexeme, ir.Difference, ir.Intersection)) and not ir.is_closed(node):
                     for operand in node.children():
                         self._check_regular(operand, recursive, name, type(node).__name__)
 
@@ -131,7 +132,7 @@ class Grammar:
         stack = [node]
         while stack:
             n = stack.pop()
-            for sub in ir.iter_nodes(n):
+            for sub in ir.iter_distinct(n, skip_closed=True):
                 if isinstance(sub, ir.Token):
                     raise GrammarError(f"{op} cannot contain a token atom", rule=rule)
                 if isinstance(sub, ir.Ref):

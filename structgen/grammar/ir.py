@@ -444,20 +444,91 @@ def iter_nodes(root: Node) -> Iterator[Node]:
         stack.extend(reversed(n.children()))
 
 
+# Large subtrees without references or token atoms (format grammars: 6,000 nodes for date-time)
+# are the same objects in every grammar that uses them. Marked once, their depth is remembered
+# and the walks that only look for references, token atoms or operators step over them. Keyed by
+# identity; the entry holds the node, so the identity is not reused.
+_CLOSED: dict[int, tuple[Node, int]] = {}
+MAX_CLOSED = 1024
+
+
+def mark_closed(root: Node) -> Node:
+    """Remember ``root`` as closed (no :class:`Ref` or :class:`Token` inside) and its depth, if
+    it is; return it. Its direct children are marked too: :func:`seq` and :func:`alt` splice a
+    sequence or choice into the one around it, so those are the objects later grammars hold.
+    Marking is an optimisation: results of every function here are the same."""
+    if id(root) in _CLOSED or isinstance(root, (Ref, Token)):
+        return root
+    if any(isinstance(n, (Ref, Token)) for n in iter_distinct(root)):
+        return root
+    depths: dict[int, int] = {}
+    _depths(root, depths)
+    for n in (root, *root.children()):
+        if n.children() and id(n) not in _CLOSED:
+            d = depths[id(n)]
+            if len(_CLOSED) >= MAX_CLOSED:
+                try:  # the oldest entry; another thread may have removed it first
+                    del _CLOSED[next(iter(_CLOSED))]
+                except (KeyError, RuntimeError, StopIteration):
+                    pass
+            _CLOSED[id(n)] = (n, d)
+    return root
+
+
+def is_closed(node: Node) -> bool:
+    """Whether ``node`` was marked by :func:`mark_closed` (so it holds no Ref and no Token)."""
+    return id(node) in _CLOSED
+
+
+def iter_distinct(root: Node, *, skip_closed: bool = False) -> Iterator[Node]:
+    """Every distinct node object under ``root`` once, root first, without recursion.
+
+    Trees share subtrees (format grammars heavily): this visits the DAG, not the expanded tree.
+    With ``skip_closed``, a subtree marked by :func:`mark_closed` is yielded (its root) but not
+    entered.
+    """
+    seen: set[int] = set()
+    stack = [root]
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        yield n
+        if not (skip_closed and id(n) in _CLOSED):
+            stack.extend(reversed(n.children()))
+
+
 def refs(root: Node) -> set[str]:
     """Names of all rules referenced under ``root``."""
-    return {n.name for n in iter_nodes(root) if isinstance(n, Ref)}
+    return {n.name for n in iter_distinct(root, skip_closed=True) if isinstance(n, Ref)}
 
 
 def depth(root: Node) -> int:
-    """Nesting depth of the tree (a leaf has depth 1), computed without recursion."""
-    best = 0
-    stack: list[tuple[Node, int]] = [(root, 1)]
+    """Nesting depth of the tree (a leaf has depth 1), computed without recursion; a shared
+    subtree is measured once."""
+    done: dict[int, int] = {}
+    _depths(root, done)
+    return done[id(root)]
+
+
+def _depths(root: Node, done: dict[int, int]) -> None:
+    """Fill ``done`` with the depth of every node under ``root`` (by identity)."""
+    stack: list[tuple[Node, bool]] = [(root, False)]
     while stack:
-        n, d = stack.pop()
-        best = max(best, d)
-        stack.extend((c, d + 1) for c in n.children())
-    return best
+        n, expanded = stack.pop()
+        if id(n) in done:
+            continue
+        closed = _CLOSED.get(id(n))
+        if closed is not None:
+            done[id(n)] = closed[1]
+            continue
+        kids = n.children()
+        if kids and not expanded:
+            stack.append((n, True))
+            stack.extend((c, False) for c in kids if id(c) not in done)
+            continue
+        done[id(n)] = 1 + max((done[id(c)] for c in kids), default=0)
 
 
 def _fmt_cp(cp: int) -> str:

@@ -61,17 +61,25 @@ def leap_second_times() -> ir.Node:
     modulo 24 hours, and ``Z`` at 23:59. Each of the 1,440 local times has its own pair of
     offsets; the alternatives are nested by hour so each level stays small.
     """
+    # Built with the plain constructors, in the form ir.seq / ir.alt would give (no nested
+    # sequences, adjacent literals or duplicate alternatives), and with the minute literals shared
+    # by all hours: this is the largest format grammar, built on first use in every process.
+    minute_60 = [ir.lit(f"{mm:02d}:60") for mm in range(60)]
+    utc = cc("Zz")
     by_hour: list[ir.Node] = []
     for hh in range(24):
         by_minute: list[ir.Node] = []
         for mm in range(60):
             local = hh * 60 + mm
-            offsets = [ir.lit("+" + _hm((local - 1439) % 1440)), ir.lit("-" + _hm((1439 - local) % 1440))]
+            offsets: tuple[ir.Node, ...] = (
+                ir.Literal(("+" + _hm((local - 1439) % 1440)).encode()),
+                ir.Literal(("-" + _hm((1439 - local) % 1440)).encode()),
+            )
             if local == 1439:
-                offsets.append(cc("Zz"))
-            by_minute.append(ir.seq(ir.lit(f"{mm:02d}:60"), _FRACTION, ir.alt(*offsets)))
-        by_hour.append(ir.seq(ir.lit(f"{hh:02d}:"), ir.alt(*by_minute)))
-    return ir.alt(*by_hour)
+                offsets += (utc,)
+            by_minute.append(ir.Seq((minute_60[mm], _FRACTION, ir.Alt(offsets))))
+        by_hour.append(ir.Seq((ir.lit(f"{hh:02d}:"), ir.Alt(tuple(by_minute)))))
+    return ir.Alt(tuple(by_hour))
 
 
 def _hm(minutes: int) -> str:

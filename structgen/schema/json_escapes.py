@@ -115,7 +115,9 @@ def encode_chars(node: ir.Node, *, ascii_escapes: bool = False) -> ir.Node:
     ``ascii_escapes`` also accepts ``\\uXXXX`` for printable ASCII characters. Results are cached
     (formats are large trees used many times in one schema).
     """
-    out = _encode_cached(node, ascii_escapes)
+    # the cached encoding is the same object in every schema that uses it: later walks
+    # (clean-up, grammar checks) step over it
+    out = ir.mark_closed(_encode_cached(node, ascii_escapes))
     if isinstance(out, (ir.Intersection, ir.Difference)):
         register_encoded(out, node, partial(encode_codepoints, ascii_escapes=ascii_escapes))
     return out
@@ -142,8 +144,15 @@ def _encode(node: ir.Node, ascii_escapes: bool) -> ir.Node:
         new = [done[id(c)] for c in kids]
         if isinstance(n, ir.Literal):
             out = _encode_literal(n.data, ascii_escapes)
+            if out == n:
+                out = n
         elif isinstance(n, ir.CharClass):
             out = encode_codepoints(n.codepoints(), ascii_escapes)
+            if out == n:
+                out = n
+        elif isinstance(n, (ir.Seq, ir.Alt, ir.Repeat)) and _rebuilds_to_itself(n, new):
+            # mostly-ASCII formats encode to themselves: keep the node (and its sharing) as is
+            out = n
         elif isinstance(n, ir.Seq):
             out = ir.seq(*new) if new else ir.EMPTY
         elif isinstance(n, ir.Alt):
@@ -160,11 +169,51 @@ def _encode(node: ir.Node, ascii_escapes: bool) -> ir.Node:
     return done[id(node)]
 
 
+def _rebuilds_to_itself(n: ir.Node, new: list[ir.Node]) -> bool:
+    """Whether the smart constructor over ``new`` gives back a node equal to ``n``: the children
+    are unchanged and ``n`` is already in the form :func:`ir.seq` / :func:`ir.alt` /
+    :func:`ir.repeat` produce."""
+    kids = n.children()
+    if any(a is not b for a, b in zip(new, kids)):
+        return False
+    if isinstance(n, ir.Seq):
+        if len(kids) == 1:
+            return False
+        after_literal = False
+        for k in kids:
+            if isinstance(k, ir.Seq) or (isinstance(k, ir.Alt) and not k.items):
+                return False
+            if isinstance(k, ir.Literal):
+                if after_literal or not k.data:
+                    return False
+                after_literal = True
+            else:
+                after_literal = False
+        return True
+    if isinstance(n, ir.Alt):
+        return len(kids) != 1 and not any(isinstance(k, ir.Alt) for k in kids) and len(set(kids)) == len(kids)
+    assert isinstance(n, ir.Repeat)
+    item = n.item
+    return not (
+        (isinstance(item, ir.Alt) and not item.items)
+        or n.max == 0
+        or item == ir.EMPTY
+        or (n.min == 1 and n.max == 1)
+    )
+
+
+#: Characters written only as themselves (printable ASCII but ``"`` ``\`` ``/``; with
+#: ``ascii_escapes`` none): a literal made of them encodes to itself.
+_SELF_ENCODED = frozenset(chr(c) for c in range(0x20, 0x7F)) - frozenset('"\\/')
+
+
 def _encode_literal(data: bytes, ascii_escapes: bool) -> ir.Node:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ValueError("a literal in a character-level language must be valid UTF-8") from exc
+    if not ascii_escapes and text and _SELF_ENCODED.issuperset(text):
+        return ir.Literal(data)
     return ir.seq(*(encode_codepoints(((ord(c), ord(c)),), ascii_escapes) for c in text)) if text else ir.EMPTY
 
 

@@ -207,15 +207,33 @@ def _automaton(
             pointer=pointer,
         )
     try:
-        dfa = node_to_dfa(ranged, max_states=MAX_MULTIPLE_STATES).intersect(
-            multiple_dfa(modulus, scale), max_states=MAX_MULTIPLE_STATES * 4
-        )
+        built = _automaton_rules(key, ranged, modulus, scale)
     except LimitError as exc:
         raise SchemaError(f"multipleOf with these bounds is too large to enforce: {exc}", keyword="multipleOf", pointer=pointer) from exc
-    dfa = dfa.minimize()
-    if dfa.is_empty():
+    if built is None:
         return _empty("no number between the bounds is a multiple of multipleOf", "multipleOf", pointer, allow_empty)
-    name = "num_" + hashlib.sha256(repr(key).encode()).hexdigest()[:12]
-    node, new_rules = dfa_rules(dfa, name)
+    node, new_rules = built
     rules.update(new_rules)
     return node
+
+
+#: Built automata by ``repr(key)`` (which determines ``ranged`` and the rule names): a product and a minimisation per
+#: ``multipleOf`` is most of a small schema's translation time, and the result is immutable.
+_AUTOMATA: dict[tuple, tuple[ir.Node, dict[str, ir.Node]] | None] = {}
+_MAX_AUTOMATA = 256
+
+
+def _automaton_rules(key: tuple, ranged: ir.Node, modulus: int, scale: int) -> tuple[ir.Node, dict[str, ir.Node]] | None:
+    """The start node and rules of ``ranged`` ∩ multiples, or None if that is empty; LimitError if too large."""
+    full_key = (repr(key), modulus, scale)  # repr: Decimal("1.0") == Decimal("1"), but the rule names differ
+    if full_key in _AUTOMATA:
+        return _AUTOMATA[full_key]
+    dfa = node_to_dfa(ranged, max_states=MAX_MULTIPLE_STATES).intersect(
+        multiple_dfa(modulus, scale), max_states=MAX_MULTIPLE_STATES * 4
+    )
+    dfa = dfa.minimize()
+    built = None if dfa.is_empty() else dfa_rules(dfa, "num_" + hashlib.sha256(repr(key).encode()).hexdigest()[:12])
+    if len(_AUTOMATA) >= _MAX_AUTOMATA:
+        _AUTOMATA.clear()
+    _AUTOMATA[full_key] = built
+    return built

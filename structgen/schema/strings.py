@@ -80,7 +80,12 @@ def string_chars(
     body = languages[0][0]
     for extra, _kw in languages[1:]:
         body = ir.Intersection(body, extra)
-    least, most = length_bounds(body)
+    if lo == 0 and hi is None:
+        # no length keyword: nothing to compare with the language's lengths (a walk of the
+        # whole format or pattern, 10 ms for date-time)
+        least, most = 0, None
+    else:
+        least, most = length_bounds(body)
     if (hi is not None and least > hi) or (most is not None and most < lo):
         kw = "maxLength" if hi is not None and least > hi else "minLength"
         return _empty(f"no string allowed by {languages[0][1]} has the length {kw} requires", kw, pointer, allow_empty)

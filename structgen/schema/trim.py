@@ -19,11 +19,20 @@ from ..grammar.graphs import nodes_on_cycles
 
 
 def _rebuild(node: ir.Node, leaf: Callable[[ir.Node], ir.Node]) -> ir.Node:
-    """``node`` rebuilt bottom-up with the smart constructors, leaves mapped by ``leaf``."""
+    """``node`` rebuilt bottom-up with the smart constructors, ``Ref`` leaves mapped by ``leaf``
+    (which must return every other leaf as it is).
+
+    Shared subtrees (format grammars share most of theirs) are rebuilt once; closed ones (no
+    ``Ref``, :func:`ir.mark_closed`) are kept without a look inside."""
     done: dict[int, ir.Node] = {}
     stack: list[tuple[ir.Node, bool]] = [(node, False)]
     while stack:
         n, expanded = stack.pop()
+        if id(n) in done:
+            continue
+        if ir.is_closed(n):
+            done[id(n)] = n
+            continue
         kids = n.children()
         if not kids:
             done[id(n)] = leaf(n)
@@ -64,11 +73,21 @@ def _rebuild(node: ir.Node, leaf: Callable[[ir.Node], ir.Node]) -> ir.Node:
     return done[id(node)]
 
 
+#: Productivity of closed subtrees (no Ref inside, so it does not depend on the rules), by identity.
+_CLOSED_PRODUCTIVE: dict[int, tuple[ir.Node, bool]] = {}
+
+
 def _productive_node(node: ir.Node, productive: set[str]) -> bool:
     value: dict[int, bool] = {}
     stack: list[tuple[ir.Node, bool]] = [(node, False)]
     while stack:
         n, expanded = stack.pop()
+        if id(n) in value:
+            continue
+        known = _CLOSED_PRODUCTIVE.get(id(n))
+        if known is not None and known[0] is n:
+            value[id(n)] = known[1]
+            continue
         kids = n.children()
         if kids and not expanded:
             stack.append((n, True))
@@ -95,15 +114,75 @@ def _productive_node(node: ir.Node, productive: set[str]) -> bool:
         else:  # pragma: no cover
             v = True
         value[id(n)] = v
+        if ir.is_closed(n):
+            if len(_CLOSED_PRODUCTIVE) >= ir.MAX_CLOSED:
+                _CLOSED_PRODUCTIVE.clear()
+            _CLOSED_PRODUCTIVE[id(n)] = (n, v)
     return value[id(node)]
 
 
 def _ref_counts(node: ir.Node) -> dict[str, int]:
+    """How often each rule is referenced in the tree of ``node`` (a shared subtree counts once per
+    place it occurs), names in the order a left-to-right pre-order walk first meets them.
+
+    Bodies are DAGs (format grammars share subtrees heavily): one walk visits each distinct node
+    once; only when some node was met twice are path counts propagated, instead of expanding
+    the tree."""
+    preorder: list[ir.Node] = []
+    postorder: list[ir.Node] = []
+    seen: set[int] = set()
+    shared = False
+    stack: list[tuple[ir.Node, bool]] = [(node, False)]
+    while stack:
+        n, expanded = stack.pop()
+        if expanded:
+            postorder.append(n)
+            continue
+        if id(n) in seen:
+            shared = True
+            continue
+        seen.add(id(n))
+        preorder.append(n)
+        stack.append((n, True))
+        if not ir.is_closed(n):  # no Ref inside a closed subtree
+            stack.extend((c, False) for c in reversed(n.children()))
     out: dict[str, int] = {}
-    for n in ir.iter_nodes(node):
+    if not shared:
+        for n in preorder:
+            if isinstance(n, ir.Ref):
+                out[n.name] = out.get(n.name, 0) + 1
+        return out
+    # path counts flow from parents to children: the reverse post-order has parents first
+    paths: dict[int, int] = {id(node): 1}
+    for n in reversed(postorder):
+        k = paths[id(n)]
+        if not ir.is_closed(n):
+            for c in n.children():
+                paths[id(c)] = paths.get(id(c), 0) + k
+    for n in preorder:
         if isinstance(n, ir.Ref):
-            out[n.name] = out.get(n.name, 0) + 1
+            out[n.name] = out.get(n.name, 0) + paths[id(n)]
     return out
+
+
+def _depth(node: ir.Node, memo: dict[int, tuple[ir.Node, int]]) -> int:
+    """:func:`ir.depth` with a memo shared across calls (keyed by identity; the memo keeps the
+    nodes alive so that identities are not reused): inlining nests the same bodies repeatedly."""
+    stack: list[tuple[ir.Node, bool]] = [(node, False)]
+    while stack:
+        n, expanded = stack.pop()
+        if id(n) in memo:
+            continue
+        if ir.is_closed(n):
+            memo[id(n)] = (n, ir.depth(n))  # remembered when it was marked
+            continue
+        kids = n.children()
+        if kids and not expanded:
+            stack.append((n, True))
+            stack.extend((c, False) for c in kids if id(c) not in memo)
+            continue
+        memo[id(n)] = (n, 1 + max((memo[id(c)][1] for c in kids), default=0))
+    return memo[id(node)][1]
 
 
 def _post_order(graph: dict[str, list[str]]) -> list[str]:
@@ -210,16 +289,17 @@ def _inline(
     final: dict[str, ir.Node] = {}
     depth_of: dict[str, int] = {}
     inlined: set[str] = set()
+    memo: dict[int, tuple[ir.Node, int]] = {}
     for name in order:
         body = rules[name]
         subs = [r for r in refs[name] if r in candidates and depth_of.get(r, max_depth) <= inline_depth]
         if subs:
-            d0 = ir.depth(body)
+            d0 = _depth(body, memo)
             if d0 <= max_depth - inline_depth:
                 chosen = set(subs)
                 inlined.update(chosen)
                 body = _rebuild(body, lambda n: final[n.name] if isinstance(n, ir.Ref) and n.name in chosen else n)
         final[name] = body
         if name in candidates:
-            depth_of[name] = ir.depth(body)
+            depth_of[name] = _depth(body, memo)
     return {name: final[name] for name in rules if name not in inlined}
