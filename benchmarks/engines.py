@@ -205,6 +205,11 @@ class StructgenEngine:
     def version(self) -> str:
         import subprocess
 
+        # imported here, as the peers' modules are when their version is read, so that the first
+        # compile of a worker does not carry the package's import time (about 100 ms)
+        import structgen.grammar.regex  # noqa: F401
+        import structgen.schema  # noqa: F401
+
         root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         try:
             rev = subprocess.run(
