@@ -15,7 +15,7 @@ export CMAKE_BUILD_PARALLEL_LEVEL ?= 2
 # Nothing may download weights or tokenizers at run time.
 export HF_HUB_OFFLINE = 1
 
-.PHONY: test test-full demo venv assets bench lint clean
+.PHONY: test test-full maskbench demo venv assets bench lint clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -48,6 +48,10 @@ test: venv assets
 
 test-full: venv assets
 	STRUCTGEN_ASSETS=$(ASSETS) $(BIN)/python -m pytest -q
+
+# the 11,305 MaskBench schemas through the translator (long: marked slow, out of `make test`)
+maskbench: venv
+	$(BIN)/python -m pytest -q -s -m slow tests/test_schema_maskbench.py
 
 demo: $(VENV)/.demo-deps
 	$(BIN)/python tools/fetch_assets.py --dest $(ASSETS) --models --no-vocab --only smollm2
