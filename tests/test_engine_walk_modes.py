@@ -19,21 +19,25 @@ DOC = json.dumps({"name": "Zoë \"Z\"", "n": [-1.5e3, 0, True], "o": {"k": "a\\b
 PERSON = '{"name": "Ann", "age": 42, "role": "admin", "tags": ["x", "y z"]}'
 
 #: (live nodes below which a level runs in Python, children below which they are stepped in
-#: Python, looping bytes from which a walk uses a loop region)
+#: Python, looping bytes from which a walk uses a loop region, live bytes up to which a Python
+#: level finds a node's children by binary search)
 MODES = {
-    "numpy only": (0, 0, 257),
-    "python only": (10**9, 10**9, 257),
-    "mixed": (3, 5, 257),
-    "regions, numpy": (0, 0, 1),
-    "regions, python": (10**9, 10**9, 1),
-    "regions, mixed": (3, 5, 1),
+    "numpy only": (0, 0, 257, -1),
+    "python only": (10**9, 10**9, 257, -1),
+    "mixed": (3, 5, 257, 3),
+    "binary search": (10**9, 0, 257, 256),
+    "regions, numpy": (0, 0, 1, -1),
+    "regions, python": (10**9, 10**9, 1, -1),
+    "regions, mixed": (3, 5, 1, 3),
+    "regions, binary search": (10**9, 0, 1, 256),
 }
 
 
-def _masks(grammar, vocab, text: str, modes: tuple[int, int, int], monkeypatch) -> list[tuple]:  # type: ignore[no-untyped-def]
+def _masks(grammar, vocab, text: str, modes: tuple[int, int, int, int], monkeypatch) -> list[tuple]:  # type: ignore[no-untyped-def]
     monkeypatch.setattr(table_mod, "NARROW", modes[0])
     monkeypatch.setattr(table_mod, "NARROW_CHILDREN", modes[1])
     monkeypatch.setattr(table_mod, "LOOP_REGION_MIN_BYTES", modes[2])
+    monkeypatch.setattr(table_mod, "SPARSE_LIVE", modes[3])
     c = Constraint.compile(grammar, vocab)
     st = c.start()
     out = []

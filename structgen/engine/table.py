@@ -10,6 +10,8 @@ walks become pure numpy.
 
 from __future__ import annotations
 
+from bisect import bisect_left
+
 import numpy as np
 
 from ..grammar.utf8 import utf8_sequences
@@ -25,6 +27,9 @@ NARROW = 48
 #: Below this many children to visit, they are stepped one by one in Python, above it with one
 #: numpy gather.
 NARROW_CHILDREN = 32
+#: A configuration with at most this many live bytes is "sparse": the children of a node in its
+#: state are found by binary search on their bytes (one per live byte), not by stepping them all.
+SPARSE_LIVE = 16
 #: A walk from a configuration looping on at least this many bytes starts from its loop region.
 LOOP_REGION_MIN_BYTES = 32
 #: Class masks whose byte arrays are kept (each at most 256 bytes).
@@ -47,6 +52,7 @@ class TransitionTable:
         self.filled = 0  # transitions computed by the configuration system (a cost measure)
         self._loops: dict[int, np.ndarray] = {}
         self._utf8: dict[int, bool] = {}
+        self._sparse: dict[int, tuple[int, ...] | None] = {}
 
     def _grow(self) -> None:
         need = len(self.system.configs)
@@ -159,6 +165,25 @@ class TransitionTable:
             r = self._loop_bits[cid] = words[0] | words[1] << 64 | words[2] << 128 | words[3] << 192
         return r
 
+    def sparse_row(self, cid: int) -> tuple[int, ...] | None:
+        """The live transitions of ``cid`` as a flat tuple ``(byte, target, byte, target, ...)``
+        in byte order when there are at most ``SPARSE_LIVE`` of them, else None (fills the row)."""
+        r = self._sparse.get(cid, False)
+        if r is False:
+            row = self.rows[cid]
+            if (row == UNKNOWN).any():
+                self._fill_row(cid)
+                row = self.rows[cid]
+            live = np.flatnonzero(row != DEAD)
+            r = None
+            if live.size <= SPARSE_LIVE:
+                pairs = np.empty(2 * live.size, dtype=np.int64)
+                pairs[0::2] = live
+                pairs[1::2] = row[live]
+                r = tuple(pairs.tolist())
+            self._sparse[cid] = r
+        return r
+
     def _fill_row(self, cid: int) -> None:
         for part in self._class_parts(cid) or ():
             b = (part & -part).bit_length() - 1
@@ -197,14 +222,19 @@ class TransitionTable:
         views = trie.views()
         # where the walk enters the trie: the root's children, or the exits of a loop region
         region = self._loop_region(cid, trie)
+        frontier: list[tuple[int, int, int]] | None = []  # (node, state, parent) in Python mode
+        nodes = states = parents = np.zeros(0, dtype=np.int64)
         if region is None:
-            entries = {0: (np.arange(trie.level_byte[0].size, dtype=np.int64), trie.level_byte[0])}
+            # the root's children, like any node's: by binary search when few bytes are live
+            entries: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+            frontier, wide = self._step_children(trie, views, 0, [(0, trie.level_byte[0].size, cid)])
+            if wide is not None:
+                nodes, states, parents = wide
+                frontier = None
         else:
             out.add_positions(region.positions, cid, region.slack)
             entries = region.exits
         last_entry = max(entries, default=-1)
-        frontier: list[tuple[int, int, int]] | None = []  # (node, state, parent) in Python mode
-        nodes = states = parents = np.zeros(0, dtype=np.int64)
         for k in range(trie.depth):
             if frontier is not None and not frontier and k > last_entry:
                 break
@@ -229,23 +259,20 @@ class TransitionTable:
                 if not frontier:
                     continue
                 expand = self._nodes_python(cid, views, k, frontier, out)
-                if sum(e[1] for e in expand) <= NARROW_CHILDREN:
-                    frontier = self._children_python(views[k + 1], expand) if expand else []
-                    continue
-                starts = np.asarray([e[0] for e in expand], dtype=np.int64)
-                counts = np.asarray([e[1] for e in expand], dtype=np.int64)
-                expanded = np.asarray([e[2] for e in expand], dtype=np.int32)
-                frontier = None
-            else:
-                found = self._nodes_numpy(cid, trie, k, nodes, states, parents, out)
-                if found is None:
-                    frontier = []
-                    continue
-                starts, counts, expanded = found
-                if int(counts.sum()) <= NARROW_CHILDREN:
-                    expand = list(zip(starts.tolist(), counts.tolist(), expanded.tolist()))
-                    frontier = self._children_python(views[k + 1], expand)
-                    continue
+                frontier, wide = self._step_children(trie, views, k + 1, expand) if expand else ([], None)
+                if wide is not None:
+                    nodes, states, parents = wide
+                    frontier = None
+                continue
+            found = self._nodes_numpy(cid, trie, k, nodes, states, parents, out)
+            if found is None:
+                frontier = []
+                continue
+            starts, counts, expanded = found
+            if int(counts.sum()) <= NARROW_CHILDREN:
+                expand = list(zip(starts.tolist(), counts.tolist(), expanded.tolist()))
+                frontier = self._children_python(views[k + 1], expand)
+                continue
             nodes = ranges(starts, counts)
             parents = np.repeat(expanded, counts)
             states = self.gather(parents, trie.level_byte[k + 1][nodes])
@@ -349,6 +376,50 @@ class TransitionTable:
             if cc and not last:
                 expand.append((v.child_start[node], cc, state))
         return expand
+
+    def _step_children(
+        self, trie: TokenTrie, views: list[LevelViews], k: int, expand: list[tuple[int, int, int]]
+    ) -> tuple[list[tuple[int, int, int]], tuple[np.ndarray, np.ndarray, np.ndarray] | None]:
+        """The live children (at level ``k``) of the nodes in ``expand`` (first child, child
+        count, state): as a Python frontier, and, when too many must be stepped one by one, as
+        numpy ``(nodes, states, parents)`` arrays (not yet filtered for dead states) too.
+
+        A node with many children whose state has few live bytes finds them by binary search
+        on the children's (sorted) bytes, one per live byte: a walk inside a literal touches the
+        nodes that match it, not the hundreds of children of ``"``."""
+        found: list[tuple[int, int, int]] = []
+        rest: list[tuple[int, int, int]] = []
+        byte = views[k].byte
+        for first, count, state in expand:
+            if count > NARROW_CHILDREN:
+                live = self.sparse_row(state)
+                if live is not None:
+                    end = first + count
+                    lo = first
+                    for i in range(0, len(live), 2):
+                        b = live[i]
+                        lo = bisect_left(byte, b, lo, end)
+                        if lo == end:
+                            break
+                        if byte[lo] == b:
+                            found.append((lo, live[i + 1], state))
+                    continue
+            rest.append((first, count, state))
+        if sum(e[1] for e in rest) <= NARROW_CHILDREN:
+            if rest:
+                found.extend(self._children_python(views[k], rest))
+            return found, None
+        starts = np.asarray([e[0] for e in rest], dtype=np.int64)
+        counts = np.asarray([e[1] for e in rest], dtype=np.int64)
+        expanded = np.asarray([e[2] for e in rest], dtype=np.int32)
+        nodes = ranges(starts, counts)
+        parents = np.repeat(expanded, counts)
+        states = self.gather(parents, trie.level_byte[k][nodes])
+        if found:
+            nodes = np.concatenate([nodes, np.asarray([f[0] for f in found], dtype=np.int64)])
+            states = np.concatenate([states, np.asarray([f[1] for f in found], dtype=np.int32)])
+            parents = np.concatenate([parents, np.asarray([f[2] for f in found], dtype=np.int32)])
+        return [], (nodes, states, parents)
 
     def _children_python(self, nxt: LevelViews, expand: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
         """Step the children of ``expand`` one by one (few of them): the live ones."""
