@@ -21,8 +21,18 @@ def allocate_bitmask(batch: int, width: int) -> np.ndarray:
     return np.zeros((batch, words_for(width)), dtype=np.int32)
 
 
+#: Up to this many ids, :func:`pack_ids` sets their bits word by word instead of packing a
+#: bool array of the whole width (a narrow mask then costs what its few ids cost).
+SPARSE_PACK = 256
+
+
 def pack_ids(ids: np.ndarray, width: int) -> np.ndarray:
     """The packed int32 mask with the bits of ``ids`` set."""
+    if len(ids) <= SPARSE_PACK:
+        ids = np.asarray(ids, dtype=np.int64)
+        words = np.zeros(words_for(width), dtype=np.uint32)
+        np.bitwise_or.at(words, ids >> 5, np.left_shift(np.uint32(1), (ids & 31).astype(np.uint32)))
+        return words.view(np.int32)
     bits = np.zeros(words_for(width) * 32, dtype=bool)
     bits[ids] = True
     return np.packbits(bits, bitorder="little").view(np.int32)

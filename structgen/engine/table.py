@@ -32,6 +32,9 @@ NARROW_CHILDREN = 32
 SPARSE_LIVE = 16
 #: A walk from a configuration looping on at least this many bytes starts from its loop region.
 LOOP_REGION_MIN_BYTES = 32
+#: Byte classes of at most this many bytes are filled byte by byte in Python, larger ones with
+#: one numpy assignment of their (shared) byte array.
+SMALL_CLASS = 8
 #: Class masks whose byte arrays are kept (each at most 256 bytes).
 MAX_CLASS_ARRAYS = 1 << 16
 ASCII_BITS = (1 << 128) - 1
@@ -84,9 +87,17 @@ class TransitionTable:
         if parts is not None:
             for part in parts:
                 if part >> byte & 1:
-                    self.rows[cid, self._bytes_of(part)] = target
+                    if part.bit_count() <= SMALL_CLASS:
+                        # a few bytes (a literal's next byte): set them without numpy
+                        flat, base = self._flat, cid * 256
+                        while part:
+                            low = part & -part
+                            flat[base + low.bit_length() - 1] = target
+                            part ^= low
+                    else:
+                        self.rows[cid, self._bytes_of(part)] = target
                     return
-        self.rows[cid, byte] = target
+        self._flat[cid * 256 + byte] = target
 
     def _class_parts(self, cid: int) -> tuple[int, ...] | None:
         """The byte classes of ``cid`` as bit masks (None: unknown, fill byte by byte)."""
@@ -161,6 +172,14 @@ class TransitionTable:
         """The bytes leading from ``cid`` back to it, as a 256-bit Python int."""
         r = self._loop_bits.get(cid)
         if r is None:
+            live = self.sparse_row(cid)
+            if live is not None:
+                r = 0
+                for i in range(0, len(live), 2):
+                    if live[i + 1] == cid:
+                        r |= 1 << live[i]
+                self._loop_bits[cid] = r
+                return r
             words = self.loop_sets(np.asarray([cid]))[0].tolist()
             r = self._loop_bits[cid] = words[0] | words[1] << 64 | words[2] << 128 | words[3] << 192
         return r
@@ -284,6 +303,9 @@ class TransitionTable:
             return None  # the root row is not filled by the walk anyway: do not force it
         if (self.rows[cid] == UNKNOWN).any():
             self._fill_row(cid)  # the walk's first level needs (nearly) all of it
+        live = self.sparse_row(cid)
+        if live is not None and len(live) // 2 < LOOP_REGION_MIN_BYTES:
+            return None  # too few live bytes to loop on enough of them
         loops = self.loop_bits(cid)
         if loops.bit_count() < LOOP_REGION_MIN_BYTES:
             return None
@@ -441,6 +463,11 @@ class TransitionTable:
         return frontier
 
 
+#: Up to this many tokens, what the Python levels accepted is expanded in Python (numpy calls
+#: cost more than a short list).
+SMALL_RESULT = 256
+
+
 class _Pieces:
     """What a walk accepts: runs of ``sorted_ids`` positions, each with its end configuration
     and slack, gathered from numpy levels (arrays) and Python levels (scalars)."""
@@ -475,18 +502,37 @@ class _Pieces:
         self.py_ends.append(state)
         self.py_slacks.append(slack)
 
+    def _add_py_runs(self) -> None:
+        positions: list[int] = []
+        ends: list[int] = []
+        slacks: list[int] = []
+        for start, count, state, slack in zip(self.py_starts, self.py_counts, self.py_ends, self.py_slacks):
+            positions.extend(range(start, start + count))
+            if self.with_ends:
+                ends.extend([state] * count)
+                slacks.extend([slack] * count)
+        self.runs.append(np.asarray(positions, dtype=np.int64))
+        if self.with_ends:
+            self.ends.append(np.asarray(ends, dtype=np.int32))
+            self.slacks.append(np.asarray(slacks, dtype=np.int32))
+
     def result(self, trie: TokenTrie) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         if self.py_starts:
-            self.add(
-                np.asarray(self.py_starts, dtype=np.int64),
-                np.asarray(self.py_counts, dtype=np.int64),
-                np.asarray(self.py_ends, dtype=np.int32),
-                np.asarray(self.py_slacks, dtype=np.int32),
-            )
+            if sum(self.py_counts) <= SMALL_RESULT:
+                self._add_py_runs()
+            else:
+                self.add(
+                    np.asarray(self.py_starts, dtype=np.int64),
+                    np.asarray(self.py_counts, dtype=np.int64),
+                    np.asarray(self.py_ends, dtype=np.int32),
+                    np.asarray(self.py_slacks, dtype=np.int32),
+                )
         empty = np.zeros(0, dtype=np.int32)
         if not self.runs:
             return empty, empty, empty
-        ids = trie.sorted_ids[np.concatenate(self.runs)]
+        ids = trie.sorted_ids[self.runs[0] if len(self.runs) == 1 else np.concatenate(self.runs)]
         if ids.size == 0 or not self.with_ends:
             return ids, empty, empty
+        if len(self.ends) == 1:
+            return ids, self.ends[0], self.slacks[0]
         return ids, np.concatenate(self.ends), np.concatenate(self.slacks)
