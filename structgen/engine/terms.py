@@ -61,6 +61,7 @@ class TermStore:
         self._deriv_sym: dict[tuple[int, int, int], int] = {}
         self._nullable_at: dict[tuple[int, int], bool] = {}
         self._classes: dict[int, tuple[int, ...]] = {}
+        self._first_bytes: dict[int, int] = {}
         self._first_syms: dict[int, frozenset[int]] = {}
         self._symbol_sets: dict[frozenset[int], frozenset[int]] = {}
         self._empty: dict[int, bool] = {}
@@ -294,7 +295,9 @@ class TermStore:
                 r = self.alt((r, sub(tail, c)))  # type: ignore[arg-type]
             return r
         if k == ALT_K:
-            return self.alt([sub(u, c) for u in self.b[t]])  # type: ignore[union-attr]
+            # only the options that can start with ``c`` (a left-factored enum: one or two)
+            first = self.first_bytes
+            return self.alt([sub(u, c) for u in self.b[t] if first(u) >> c & 1])  # type: ignore[union-attr]
         if k == REPEAT_K:
             lo, hi = self.b[t]  # type: ignore[misc]
             x = self.a[t]
@@ -307,6 +310,35 @@ class TermStore:
         if k == DIFF_K:
             return self.diff(sub(self.a[t], c), sub(self.b[t], c))  # type: ignore[arg-type]
         return NOTHING  # NOTHING, EMPTY, SYM
+
+    def first_bytes(self, t: int) -> int:
+        """A superset of the bytes ``b`` with ``deriv(t, b) != NOTHING``, as a 256-bit mask (every
+        byte for a lazy term not built yet: asking must not build it)."""
+        r = self._first_bytes.get(t)
+        if r is not None:
+            return r
+        k = self.kind[t]
+        if k == BYTES_K:
+            r = self.b[t]  # type: ignore[assignment]
+        elif k == SEQ_K:
+            head = self.a[t]
+            r = self.first_bytes(head)
+            if self.nullable[head]:  # nullable_at(head, .) implies nullable[head]
+                r |= self.first_bytes(self.b[t])  # type: ignore[arg-type]
+        elif k == ALT_K:
+            r = 0
+            for u in self.b[t]:  # type: ignore[union-attr]
+                r |= self.first_bytes(u)
+        elif k in (REPEAT_K, POSS_K, DIFF_K):
+            r = self.first_bytes(self.a[t])
+        elif k == AND_K:
+            r = self.first_bytes(self.a[t]) & self.first_bytes(self.b[t])  # type: ignore[arg-type]
+        elif k == LAZY_K:
+            r = FULL_MASK
+        else:
+            r = 0  # NOTHING, EMPTY, SYM: no byte
+        self._first_bytes[t] = r
+        return r  # type: ignore[return-value]
 
     def deriv_sym(self, t: int, symbol: int, la: int) -> int:
         """The derivative of ``t`` by a non-byte symbol; ``la`` is the first byte the symbol stands
