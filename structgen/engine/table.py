@@ -80,24 +80,31 @@ class TransitionTable:
         return self._flat[key]
 
     def _fill(self, cid: int, byte: int) -> None:
-        target = self.system.step(cid, byte)
-        self._grow()
-        self.filled += 1
         parts = self._class_parts(cid)
         if parts is not None:
             for part in parts:
                 if part >> byte & 1:
-                    if part.bit_count() <= SMALL_CLASS:
-                        # a few bytes (a literal's next byte): set them without numpy
-                        flat, base = self._flat, cid * 256
-                        while part:
-                            low = part & -part
-                            flat[base + low.bit_length() - 1] = target
-                            part ^= low
-                    else:
-                        self.rows[cid, self._bytes_of(part)] = target
+                    self._fill_part(cid, part, byte)
                     return
+        target = self.system.step(cid, byte)
+        self._grow()
+        self.filled += 1
         self._flat[cid * 256 + byte] = target
+
+    def _fill_part(self, cid: int, part: int, byte: int) -> None:
+        """Fill the byte class ``part`` of ``cid`` (``byte`` one of its bytes)."""
+        target = self.system.step(cid, byte)
+        self._grow()
+        self.filled += 1
+        if part.bit_count() <= SMALL_CLASS:
+            # a few bytes (a literal's next byte): set them without numpy
+            flat, base = self._flat, cid * 256
+            while part:
+                low = part & -part
+                flat[base + low.bit_length() - 1] = target
+                part ^= low
+        else:
+            self.rows[cid, self._bytes_of(part)] = target
 
     def _class_parts(self, cid: int) -> tuple[int, ...] | None:
         """The byte classes of ``cid`` as bit masks (None: unknown, fill byte by byte)."""
@@ -204,10 +211,14 @@ class TransitionTable:
         return r
 
     def _fill_row(self, cid: int) -> None:
-        for part in self._class_parts(cid) or ():
-            b = (part & -part).bit_length() - 1
-            if self.rows[cid, b] == UNKNOWN:
-                self._fill(cid, b)
+        parts = self._class_parts(cid)
+        if parts is not None:
+            base = cid * 256
+            for part in parts:  # a partition of the bytes: the row is complete after it
+                b = (part & -part).bit_length() - 1
+                if base + b >= len(self._flat) or self._flat[base + b] == UNKNOWN:
+                    self._fill_part(cid, part, b)
+            return
         for b in np.nonzero(self.rows[cid] == UNKNOWN)[0].tolist():
             if self.rows[cid, b] == UNKNOWN:
                 self._fill(cid, b)
