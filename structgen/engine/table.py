@@ -137,6 +137,7 @@ class TransitionTable:
     def loop_sets(self, configs: np.ndarray) -> np.ndarray:
         """For each configuration, the bytes that lead back to it, as (n, 4) uint64 bit sets."""
         out = np.zeros((configs.size, 4), dtype=np.uint64)
+        self._grow()
         for i, cid in enumerate(configs.tolist()):
             bits = self._loops.get(cid)
             if bits is None:
@@ -196,6 +197,7 @@ class TransitionTable:
         in byte order when there are at most ``SPARSE_LIVE`` of them, else None (fills the row)."""
         r = self._sparse.get(cid, False)
         if r is False:
+            self._grow()
             row = self.rows[cid]
             if (row == UNKNOWN).any():
                 self._fill_row(cid)
@@ -248,6 +250,7 @@ class TransitionTable:
         empty = np.zeros(0, dtype=np.int32)
         if trie.depth == 0 or cid == DEAD:
             return empty, empty, empty
+        self._grow()  # configurations made outside the table (counted bases, token atoms) need rows
         out = _Pieces(with_ends)
         views = trie.views()
         # where the walk enters the trie: the root's children, or the exits of a loop region
