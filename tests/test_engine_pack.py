@@ -33,3 +33,30 @@ def test_pack_ids_bit_31_and_duplicates() -> None:
         arr = np.asarray(ids, dtype=np.int64)
         assert np.array_equal(masks.pack_ids(arr, 128256), _reference(ids, 128256))
         assert np.array_equal(masks.pack_ids(arr.astype(np.int32), 128256), _reference(ids, 128256))
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.integers(1, 3000).flatmap(
+        lambda n: st.tuples(
+            st.lists(st.integers(-1, 12), min_size=n, max_size=n),
+            st.lists(st.integers(-1, 12), min_size=n, max_size=n),
+            st.integers(0, 14),
+            st.one_of(st.none(), st.integers(0, 14)),
+            st.integers(0, n),
+        )
+    )
+)
+def test_counted_filter_words_equal_packed_filter_ids(case) -> None:  # type: ignore[no-untyped-def]
+    from structgen.engine.counters import CountedHead, UnitCounts, counted_base, filter_ids, filter_words
+
+    stay, leave, lo, hi, cut = case
+    n = len(stay)
+    counts = UnitCounts(np.asarray(stay, dtype=np.int32), np.asarray(leave, dtype=np.int32))
+    ids = np.random.default_rng(n).permutation(n)[: max(cut, 1)].astype(np.int64)  # a mask's ids, any order
+    base = counted_base(ids, counts)
+    head = CountedHead(unit=0, lo=lo, hi=hi, rest=0)
+    width = n + 7
+    for _ in range(2):  # the second time from the cached full masks
+        got = filter_words(base, head, width)
+        assert np.array_equal(got, masks.pack_ids(filter_ids(base, head), width))

@@ -29,6 +29,7 @@ from .counters import (
     counted_head,
     filter_bounds,
     filter_ids,
+    filter_words,
     unit_automaton,
 )
 from .deep import deep_recursion
@@ -172,7 +173,7 @@ class Constraint:
             sorted_base, head, key = counted
             words = self._counted_words.get(key)
             if words is None:
-                words = pack_ids(filter_ids(sorted_base, head), self._width)
+                words = filter_words(sorted_base, head, self._width)
                 words.flags.writeable = False
                 if len(self._counted_words) >= self.limits.max_cached_masks:
                     self._counted_words.pop(next(iter(self._counted_words)))

@@ -19,11 +19,12 @@ operations.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from .arrays import mask_to_bools, ranges
+from .masks import SPARSE_PACK, pack_ids
 from .terms import AND_K, HAS_POSS, HAS_SETOP, HAS_SYM, NOTHING, REPEAT_K, SEQ_K, TermStore, refine
 from .token_trie import TokenTrie
 
@@ -216,6 +217,8 @@ class CountedBase:
     stay_units: np.ndarray
     leave_ids: np.ndarray
     leave_units: np.ndarray
+    #: packed masks of every id that can stay / leave, per (part, logit width), built on demand
+    full_words: dict[tuple[str, int], np.ndarray] = field(default_factory=dict, compare=False)
 
 
 def counted_base(ids: np.ndarray, counts: UnitCounts) -> CountedBase:
@@ -250,3 +253,35 @@ def filter_ids(base: CountedBase, head: CountedHead) -> np.ndarray:
     stay = base.stay_ids[s.searchsorted(np.int32(0), "left") : s.searchsorted(big32, "right")]
     leave = base.leave_ids[lv.searchsorted(lo32, "left") : lv.searchsorted(big32, "right")]
     return np.concatenate([stay, leave])
+
+
+def filter_words(base: CountedBase, head: CountedHead, width: int) -> np.ndarray:
+    """The packed mask of :func:`filter_ids`, without packing a near-full mask id by id: where
+    a count keeps most of the unbounded mask (inside a long string, all but the few tokens
+    longer than the units left), it is the packed mask of every id that can stay (or leave)
+    with the bits of the few ids out of bounds cleared."""
+    lo, big = filter_bounds(base, head)
+    lo32, big32 = np.int32(lo), np.int32(big)
+    s, lv = base.stay_units, base.leave_units
+    stay = _part_words(base, "stay", base.stay_ids, s, s.searchsorted(np.int32(0), "left"), s.searchsorted(big32, "right"), width)
+    leave = _part_words(base, "leave", base.leave_ids, lv, lv.searchsorted(lo32, "left"), lv.searchsorted(big32, "right"), width)
+    return np.bitwise_or(stay, leave)
+
+
+def _part_words(
+    base: CountedBase, part: str, ids: np.ndarray, units: np.ndarray, a: int, b: int, width: int
+) -> np.ndarray:
+    """Packed ``ids[a:b]`` (``units`` ascending, ``a`` at or after the first unit count >= 0)."""
+    first = int(units.searchsorted(np.int32(0), "left"))
+    a, b = int(a), int(b)
+    outside = (a - first) + (units.size - b)
+    if b - a <= max(outside, SPARSE_PACK):
+        return pack_ids(ids[a:b], width)
+    full = base.full_words.get((part, width))
+    if full is None:
+        full = base.full_words[(part, width)] = pack_ids(ids[first:], width)
+    words = full.view(np.uint32).copy()
+    if outside:
+        out = np.concatenate([ids[first:a], ids[b:]]).astype(np.int64)
+        np.bitwise_and.at(words, out >> 5, ~np.left_shift(np.uint32(1), (out & 31).astype(np.uint32)))
+    return words.view(np.int32)
