@@ -38,7 +38,7 @@ def messages() -> list[dict[str, str]]:
         {"role": "system", "content": "You extract facts from text into JSON."},
         {
             "role": "user",
-            "content": f"Text: {TEXT}\n\nWrite the person as JSON with the keys name, age, occupation, languages, address (city, country) and contact.",
+            "content": f"Text: {TEXT}\n\nWrite the person as JSON with the keys name, age, occupation, languages, address (city, country) and contact.",  # noqa: E501
         },
     ]
 
@@ -64,7 +64,7 @@ def run(llm: Any, *, seed: int = 0, temperature: float = 0.0, out: Any = None) -
     print(f"  model forward pass     {s.model_ms_per_token:8.2f} ms/token", file=out)
     print(f"  structgen mask         {s.mask_ms_per_token:8.2f} ms/token ({share:.0f}% of the model's time)", file=out)
     print(
-        f"  added latency          {s.overhead_ms_per_token:8.2f} ms/token (masks are computed during the forward pass)",
+        f"  added latency          {s.overhead_ms_per_token:8.2f} ms/token (masks are computed during the forward pass)",  # noqa: E501
         file=out,
     )
     return person
