@@ -45,7 +45,10 @@ def main(llm: Any = None, *, max_steps: int = 4) -> tuple[Any, list[str]]:
         "You are an assistant that uses tools.\n" + tools.describe() + "\nFirst call a tool to get facts, for example "
         '{"name": "get_weather", "arguments": {"city": "Rome"}}. When you have the facts, answer with final_answer.'
     )
-    messages = [{"role": "system", "content": system}, {"role": "user", "content": "What's the weather in Paris right now?"}]
+    messages = [
+        {"role": "system", "content": system},
+        {"role": "user", "content": "What's the weather in Paris right now?"},
+    ]
     calls = []
     for step in range(max_steps):
         allowed = tools if step < max_steps - 1 else tools.only("final_answer")  # the last step must answer

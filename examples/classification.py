@@ -1,6 +1,6 @@
 """Classification with an enum: each support ticket gets exactly one category and a priority.
 
-    python examples/classification.py
+python examples/classification.py
 """
 
 from __future__ import annotations
@@ -38,7 +38,12 @@ def main(llm: Any = None) -> list[Ticket]:
     llm = llm or load_llama(require_model("smollm2"), n_ctx=2048)
     out = []
     for text in TICKETS:
-        messages = [{"role": "user", "content": f"Classify this support ticket (billing, bug, feature_request or account):\n{text}"}]
+        messages = [
+            {
+                "role": "user",
+                "content": f"Classify this support ticket (billing, bug, feature_request or account):\n{text}",
+            }
+        ]
         ticket = structgen.generate(llm, Ticket, messages, temperature=0.0)
         print(f"{ticket.category.value:16s} {ticket.priority:7s} {text}")
         out.append(ticket)

@@ -1,6 +1,6 @@
 """Extraction into a nested model: an invoice with an address and line items.
 
-    python examples/extraction.py
+python examples/extraction.py
 """
 
 from __future__ import annotations

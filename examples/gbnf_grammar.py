@@ -1,6 +1,6 @@
 """A GBNF grammar (llama.cpp's dialect) as the output type: the result is the text itself.
 
-    python examples/gbnf_grammar.py
+python examples/gbnf_grammar.py
 """
 
 from __future__ import annotations

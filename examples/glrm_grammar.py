@@ -1,6 +1,6 @@
 """A GLRM grammar (glrmask's format) as the output type: a small command language for a robot.
 
-    python examples/glrm_grammar.py
+python examples/glrm_grammar.py
 """
 
 from __future__ import annotations

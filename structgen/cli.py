@@ -16,6 +16,7 @@ status 2 (1 for a text that does not conform).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import json
 import os
@@ -212,20 +213,29 @@ def cmd_generate(args: argparse.Namespace) -> int:
     options = _schema_options(args)
     model_path = Path(args.model) if args.model else require_model("smollm2")
     llm = load_llama(model_path, n_ctx=args.n_ctx, n_threads=args.threads, progress=not args.quiet)
-    runtime = as_runtime(llm)
-    with _Step("compiling the schema", quiet=args.quiet):
-        # done here, with a progress line, so that generation starts at once (both are cached)
-        constraint_for(resolve_output(output_type, options).grammar, runtime.vocab)
-    prompt: Any = args.prompt if args.raw else [{"role": "user", "content": args.prompt}]
-    s = stream(runtime, output_type, prompt, max_tokens=args.max_tokens, temperature=args.temperature, seed=args.seed, **options)
-    for chunk in s:
+    with contextlib.closing(llm):  # freed now, not in __del__ at interpreter exit
+        runtime = as_runtime(llm)
+        with _Step("compiling the schema", quiet=args.quiet):
+            # done here, with a progress line, so that generation starts at once (both are cached)
+            constraint_for(resolve_output(output_type, options).grammar, runtime.vocab)
+        prompt: Any = args.prompt if args.raw else [{"role": "user", "content": args.prompt}]
+        s = stream(
+            runtime,
+            output_type,
+            prompt,
+            max_tokens=args.max_tokens,
+            temperature=args.temperature,
+            seed=args.seed,
+            **options,
+        )
+        for chunk in s:
+            if not args.quiet:
+                print(chunk, end="", file=sys.stderr, flush=True)
         if not args.quiet:
-            print(chunk, end="", file=sys.stderr, flush=True)
-    if not args.quiet:
-        print(file=sys.stderr)
-    print(_as_json(s.value))
-    if args.stats:
-        print(s.result.stats.summary(), file=sys.stderr)
+            print(file=sys.stderr)
+        print(_as_json(s.value))
+        if args.stats:
+            print(s.result.stats.summary(), file=sys.stderr)
     return 0
 
 
@@ -247,7 +257,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from .models import load_llama, require_model
 
     llm = load_llama(Path(args.model) if args.model else require_model("smollm2"), n_ctx=2048, n_threads=args.threads)
-    run(llm, seed=args.seed, temperature=args.temperature)
+    with contextlib.closing(llm):
+        run(llm, seed=args.seed, temperature=args.temperature)
     return 0
 
 

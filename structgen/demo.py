@@ -6,6 +6,7 @@ parses), and the per-token cost of the masks next to the model's own time per to
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from typing import Any, Literal
@@ -35,7 +36,10 @@ class Person(BaseModel):
 def messages() -> list[dict[str, str]]:
     return [
         {"role": "system", "content": "You extract facts from text into JSON."},
-        {"role": "user", "content": f"Text: {TEXT}\n\nWrite the person as JSON with the keys name, age, occupation, languages, address (city, country) and contact."},
+        {
+            "role": "user",
+            "content": f"Text: {TEXT}\n\nWrite the person as JSON with the keys name, age, occupation, languages, address (city, country) and contact.",  # noqa: E501
+        },
     ]
 
 
@@ -59,7 +63,10 @@ def run(llm: Any, *, seed: int = 0, temperature: float = 0.0, out: Any = None) -
     print(f"{s.output_tokens} tokens ({s.forced_tokens} forced without a forward pass)", file=out)
     print(f"  model forward pass     {s.model_ms_per_token:8.2f} ms/token", file=out)
     print(f"  structgen mask         {s.mask_ms_per_token:8.2f} ms/token ({share:.0f}% of the model's time)", file=out)
-    print(f"  added latency          {s.overhead_ms_per_token:8.2f} ms/token (masks are computed during the forward pass)", file=out)
+    print(
+        f"  added latency          {s.overhead_ms_per_token:8.2f} ms/token (masks are computed during the forward pass)",  # noqa: E501
+        file=out,
+    )
     return person
 
 
@@ -97,7 +104,8 @@ def main(argv: list[str] | None = None) -> int:
     from .models import load_llama, require_model
 
     llm = load_llama(require_model("smollm2"), n_ctx=2048)
-    run(llm)
+    with contextlib.closing(llm):
+        run(llm)
     return 0
 
 

@@ -378,7 +378,9 @@ class _Decoder:
                     result = self._finish(state, "stop")
                     break
                 if not state.commit_token(token):  # pragma: no cover - the mask allowed it
-                    raise GenerationError(f"the engine refused token {token} it had allowed", partial_text=self._partial())
+                    raise GenerationError(
+                        f"the engine refused token {token} it had allowed", partial_text=self._partial()
+                    )
                 step = [token]
                 if self.opts.fast_forward:
                     step.extend(self._forced(state, remaining - 1))
@@ -539,7 +541,9 @@ class _Decoder:
             need = shortest()
             if need is not None:
                 hint = f" (the shortest valid output is {need} bytes; with this vocabulary it may need as many tokens)"
-        return GenerationError(f"no valid output fits in max_tokens={self.limit}{hint}; raise max_tokens", partial_text="")
+        return GenerationError(
+            f"no valid output fits in max_tokens={self.limit}{hint}; raise max_tokens", partial_text=""
+        )
 
     def _finish(self, state: State, reason: str) -> GenerationResult:
         if not state.is_accepting():

@@ -70,7 +70,9 @@ def require_model(name: str = "smollm2") -> Path:
     return path
 
 
-def load_llama(path: str | os.PathLike[str], *, n_ctx: int = 4096, n_threads: int | None = None, progress: bool = True) -> Any:
+def load_llama(
+    path: str | os.PathLike[str], *, n_ctx: int = 4096, n_threads: int | None = None, progress: bool = True
+) -> Any:
     """A ``llama_cpp.Llama`` for a GGUF file (quiet; a progress line on stderr if ``progress``)."""
     try:
         import llama_cpp

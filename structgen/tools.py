@@ -74,7 +74,9 @@ class Tool:
         summary, param_docs = _parse_docstring(doc or "")
         model, positional = _arguments_model(fn, tool_name, param_docs)
         schema = _model_schema(model, tool_name)
-        return cls(tool_name, description if description is not None else summary, schema, fn, model, "function", positional)
+        return cls(
+            tool_name, description if description is not None else summary, schema, fn, model, "function", positional
+        )
 
     @classmethod
     def from_model(cls, model: Any, *, fn: Callable[..., Any] | None = None, name: str | None = None) -> Tool:
@@ -123,7 +125,9 @@ class Tool:
             return cls.from_model(obj, fn=handlers.get(obj.__name__))
         if callable(obj):
             return cls.from_function(obj)
-        raise StructgenError(f"cannot make a tool from a {type(obj).__name__}: pass a function, a Pydantic model or an OpenAI definition")
+        raise StructgenError(
+            f"cannot make a tool from a {type(obj).__name__}: pass a function, a Pydantic model or an OpenAI definition"
+        )
 
     # -- use ------------------------------------------------------------------------------------
 
@@ -140,7 +144,10 @@ class Tool:
 
     def to_openai(self) -> dict[str, Any]:
         """This tool as an OpenAI tool definition."""
-        return {"type": "function", "function": {"name": self.name, "description": self.description, "parameters": self.parameters}}
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
+        }
 
 
 @dataclass(frozen=True)
@@ -170,7 +177,9 @@ class ToolCall:
                 return tool.fn(self.arguments)
             if callable(self.arguments) and "__call__" in _own_attributes(type(self.arguments)):
                 return self.arguments()
-            raise StructgenError(f"tool {tool.name!r} has no function to run: give one with Tool.from_model(..., fn=...)")
+            raise StructgenError(
+                f"tool {tool.name!r} has no function to run: give one with Tool.from_model(..., fn=...)"
+            )
         if tool.fn is None:
             raise StructgenError(f"tool {tool.name!r} has no function to run: pass handlers={{{tool.name!r}: fn}}")
         if tool.args_model is None:
@@ -290,7 +299,9 @@ def looks_like_tools(obj: Any) -> bool:
     """Whether ``obj`` is a list or tuple of tools (functions, model classes, definitions, Tools)."""
     if not isinstance(obj, (list, tuple)) or not obj:
         return False
-    return all(isinstance(x, (Tool, Mapping)) or _is_model_class(x) or (callable(x) and not isinstance(x, type)) for x in obj)
+    return all(
+        isinstance(x, (Tool, Mapping)) or _is_model_class(x) or (callable(x) and not isinstance(x, type)) for x in obj
+    )
 
 
 # -- an agent loop ----------------------------------------------------------------------------
@@ -385,7 +396,9 @@ def _arguments_model(fn: Callable[..., Any], tool: str, param_docs: Mapping[str,
     for p in sig.parameters.values():
         if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
             star = "*" if p.kind is p.VAR_POSITIONAL else "**"
-            raise ToolDefinitionError(f"{star}{p.name} cannot become a schema: name every parameter", tool=tool, parameter=p.name)
+            raise ToolDefinitionError(
+                f"{star}{p.name} cannot become a schema: name every parameter", tool=tool, parameter=p.name
+            )
         if p.name not in hints:
             raise ToolDefinitionError("parameter has no type annotation", tool=tool, parameter=p.name)
         if p.name.startswith("_"):
@@ -397,7 +410,9 @@ def _arguments_model(fn: Callable[..., Any], tool: str, param_docs: Mapping[str,
     try:
         model = create_model(f"{tool}_arguments", **fields)
     except Exception as e:  # pydantic refuses the type
-        raise ToolDefinitionError(f"its parameters cannot become a Pydantic model: {e}", tool=tool, parameter=_culprit(e, fields)) from e
+        raise ToolDefinitionError(
+            f"its parameters cannot become a Pydantic model: {e}", tool=tool, parameter=_culprit(e, fields)
+        ) from e
     return model, tuple(positional)
 
 
@@ -406,7 +421,9 @@ def _model_schema(model: Any, tool: str) -> dict[str, Any]:
         return model.model_json_schema()
     except Exception as e:  # PydanticSchemaGenerationError, PydanticInvalidForJsonSchema
         fields = getattr(model, "model_fields", {})
-        raise ToolDefinitionError(f"its arguments cannot become a JSON Schema: {e}", tool=tool, parameter=_culprit(e, fields)) from e
+        raise ToolDefinitionError(
+            f"its arguments cannot become a JSON Schema: {e}", tool=tool, parameter=_culprit(e, fields)
+        ) from e
 
 
 def _culprit(error: Exception, fields: Mapping[str, Any]) -> str | None:
@@ -469,7 +486,9 @@ def _indent_of(lines: list[str], name: str) -> int:
 def _final_answer_tool(answer_type: Any) -> Tool:
     from pydantic import Field, create_model
 
-    model = create_model("final_answer_arguments", answer=(answer_type, Field(description="the final answer to the user")))
+    model = create_model(
+        "final_answer_arguments", answer=(answer_type, Field(description="the final answer to the user"))
+    )
     schema = _model_schema(model, FINAL_ANSWER)
     return Tool(FINAL_ANSWER, "Give the final answer.", schema, None, model, "final_answer")
 

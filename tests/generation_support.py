@@ -16,7 +16,23 @@ from structgen.integrations import greedy_encode
 from structgen.vocab import Vocab
 
 EOS = 256
-MULTI = [b'{"', b'":', b'",', b'"}', b", ", b": ", b"true", b"false", b"null", b"name", b"age", b"  ", b"\n  ", b"ab", b"abc"]
+MULTI = [
+    b'{"',
+    b'":',
+    b'",',
+    b'"}',
+    b", ",
+    b": ",
+    b"true",
+    b"false",
+    b"null",
+    b"name",
+    b"age",
+    b"  ",
+    b"\n  ",
+    b"ab",
+    b"abc",
+]
 
 
 def byte_vocab(*, padding: int = 0) -> Vocab:

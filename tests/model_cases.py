@@ -136,19 +136,42 @@ class Case:
 
     def messages(self) -> list[dict[str, str]]:
         schema = json.dumps(self.schema(), separators=(",", ":"))
-        return [{"role": "user", "content": f"{self.instruction}\nReply with JSON only, following this JSON Schema:\n{schema}"}]
+        return [
+            {
+                "role": "user",
+                "content": f"{self.instruction}\nReply with JSON only, following this JSON Schema:\n{schema}",
+            }
+        ]
 
 
 CASES = [
     Case("person", Person, "Ann Lee is a 42-year-old nurse. Extract the person."),
     Case("order", Order, "Order 1182 by Bo Chen (bo.chen@example.com): 2 x ABC-123 at 4.50 and 1 x XYZ-900 at 12.00."),
-    Case("review_enum", Review, "Classify the sentiment of this review: 'The battery died after two days. Never again.'"),
+    Case(
+        "review_enum", Review, "Classify the sentiment of this review: 'The battery died after two days. Never again.'"
+    ),
     Case("shape_union", Drawing, "Describe a circle of radius 2.5."),
-    Case("tool_union", TOOLS, "You can call get_weather, convert_currency or search_web. Call one tool for: what is the weather in Paris?"),
-    Case("constrained_strings", CODES_SCHEMA, "Make up a product code (two capital letters and four digits) and a short nickname."),
-    Case("constrained_numbers", MEASURE_SCHEMA, "Weather station 7 reports 21.5 degrees and 64% humidity. Record the measurement."),
+    Case(
+        "tool_union",
+        TOOLS,
+        "You can call get_weather, convert_currency or search_web. Call one tool for: what is the weather in Paris?",
+    ),
+    Case(
+        "constrained_strings",
+        CODES_SCHEMA,
+        "Make up a product code (two capital letters and four digits) and a short nickname.",
+    ),
+    Case(
+        "constrained_numbers",
+        MEASURE_SCHEMA,
+        "Weather station 7 reports 21.5 degrees and 64% humidity. Record the measurement.",
+    ),
     Case("recursion", Tree, "Write the folder tree: src contains app and lib; lib contains utils."),
-    Case("enum_array", Annotated[list[Literal["red", "green", "blue"]], Field(min_length=1, max_length=3)], "Which of red, green and blue appear in the Italian flag?"),
+    Case(
+        "enum_array",
+        Annotated[list[Literal["red", "green", "blue"]], Field(min_length=1, max_length=3)],
+        "Which of red, green and blue appear in the Italian flag?",
+    ),
     Case("dates_optional", Event, "The team offsite is on 12 May 2025 in Lisbon. Extract the event."),
     Case("top_level_array", Annotated[list[Person], Field(max_length=3)], "List the people: Tom (30) and Ada (36)."),
     Case("map", dict[str, int], "Count the words: 'to be or not to be' as a map from word to count."),

@@ -21,9 +21,13 @@ def check(schema: Any, good: Iterable[Any] = (), bad: Iterable[Any] = (), *, spe
     (compact and with default spacing). With ``spec`` the expectations are first checked against
     the ``jsonschema`` package, so the test itself cannot be wrong about the specification."""
     grammar = json_schema_to_grammar(schema, **options)
-    validator = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)(
-        schema, format_checker=jsonschema.FormatChecker()
-    ) if spec else None
+    validator = (
+        jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)(
+            schema, format_checker=jsonschema.FormatChecker()
+        )
+        if spec
+        else None
+    )
     for v in good:
         if validator is not None:
             assert validator.is_valid(v), f"test expectation wrong: {v!r} is invalid"

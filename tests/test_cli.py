@@ -94,7 +94,21 @@ def test_generate_prints_validated_json(schema_file, capsys):
     path = find_model("smollm2")
     if path is None or importlib.util.find_spec("llama_cpp") is None:
         pytest.skip("needs llama-cpp-python and the SmolLM2 model")
-    code = main(["generate", "--model", str(path), "--schema", str(schema_file), "--seed", "1", "--max-tokens", "80", "--stats", "Name: Ann. Tags: a."])
+    code = main(
+        [
+            "generate",
+            "--model",
+            str(path),
+            "--schema",
+            str(schema_file),
+            "--seed",
+            "1",
+            "--max-tokens",
+            "80",
+            "--stats",
+            "Name: Ann. Tags: a.",
+        ]
+    )
     assert code == 0
     captured = capsys.readouterr()
     value = json.loads(captured.out)

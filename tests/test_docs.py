@@ -34,4 +34,12 @@ def test_page_runs(page):
             if importlib.util.find_spec(module) is None:
                 pytest.skip(f"needs {module}")
     code = compile(code_of(page), str(DOCS / page), "exec")
-    exec(code, {"__name__": f"docs_{page[:-3]}"})
+    namespace: dict = {"__name__": f"docs_{page[:-3]}"}
+    try:
+        exec(code, namespace)
+    finally:
+        # close the page's llama.cpp models now: at interpreter exit their __del__ runs after
+        # llama_cpp's module globals are gone and prints an ignored TypeError
+        for value in namespace.values():
+            if type(value).__name__ == "Llama" and hasattr(value, "close"):
+                value.close()

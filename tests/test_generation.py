@@ -8,6 +8,7 @@ import threading
 
 import numpy as np
 import pytest
+from generation_support import EOS, ScriptedRuntime, byte_vocab
 
 from structgen import GenerationError, Grammar, LimitError, StructgenError, VocabError
 from structgen.constraint_cache import constraint_for
@@ -15,8 +16,6 @@ from structgen.generate import ENGINE_HAS_BUDGET, generate, generate_result, str
 from structgen.grammar import ir
 from structgen.integrations import PrefixLogitsRuntime
 from structgen.sampling import Sampler, SamplingOptions
-
-from generation_support import EOS, ScriptedRuntime, byte_vocab
 
 L = ir.lit
 LOWER = ir.char((97, 122))
@@ -178,7 +177,9 @@ def test_budget_closes_unbounded_output_within_max_tokens(vocab):
             "the engine has no token budget yet: State.mask_words(budget=k) is needed for outputs that "
             "always close within max_tokens (structgen.generate.ENGINE_HAS_BUDGET is False)"
         )
-    g = Grammar({"root": ir.seq(L('["'), ir.star(LOWER), L('"'), ir.star(ir.seq(L(', "'), ir.star(LOWER), L('"'))), L("]"))})
+    g = Grammar(
+        {"root": ir.seq(L('["'), ir.star(LOWER), L('"'), ir.star(ir.seq(L(', "'), ir.star(LOWER), L('"'))), L("]"))}
+    )
     rt = ScriptedRuntime(vocab, '["' + "abcdefgh" * 40, noise=2.0)
     shortest = 4  # '[""]' as '["', '"', ']' with room to spare
     for max_tokens in range(shortest, shortest + 8):
@@ -212,7 +213,15 @@ def test_logit_width_mismatch(vocab):
 
 @pytest.mark.parametrize(
     "options",
-    [{"temperature": -1}, {"top_p": 0}, {"top_k": -2}, {"max_tokens": 0}, {"seed": "x"}, {"on_max_tokens": "truncate"}, {"stop": [""]}],
+    [
+        {"temperature": -1},
+        {"top_p": 0},
+        {"top_k": -2},
+        {"max_tokens": 0},
+        {"seed": "x"},
+        {"on_max_tokens": "truncate"},
+        {"stop": [""]},
+    ],
 )
 def test_bad_options(vocab, options):
     with pytest.raises(StructgenError):
@@ -254,7 +263,9 @@ def test_prefix_logits_runtime(vocab):
 @pytest.mark.parametrize("overlap", [False, True])
 def test_keyboard_interrupt_leaves_the_runtime_usable(vocab, overlap):
     g = words_grammar()
-    expected = generate(ScriptedRuntime(vocab, "", noise=3.0), g, "p", seed=11, max_tokens=10, on_max_tokens="error", fast_forward=False)
+    expected = generate(
+        ScriptedRuntime(vocab, "", noise=3.0), g, "p", seed=11, max_tokens=10, on_max_tokens="error", fast_forward=False
+    )
 
     def interrupt(n):
         if n == 3:

@@ -16,7 +16,9 @@ ALPHABET = "abcé"
 
 
 def set_ops(g: Grammar) -> int:
-    return sum(isinstance(n, (ir.Intersection, ir.Difference)) for body in g.rules.values() for n in ir.iter_nodes(body))
+    return sum(
+        isinstance(n, (ir.Intersection, ir.Difference)) for body in g.rules.values() for n in ir.iter_nodes(body)
+    )
 
 
 leaves = st.one_of(
@@ -27,7 +29,9 @@ leaves = st.one_of(
 
 
 def _extend(children: st.SearchStrategy[ir.Node]) -> st.SearchStrategy[ir.Node]:
-    counts = st.tuples(st.integers(0, 3), st.one_of(st.none(), st.integers(0, 3))).filter(lambda t: t[1] is None or t[1] >= t[0])
+    counts = st.tuples(st.integers(0, 3), st.one_of(st.none(), st.integers(0, 3))).filter(
+        lambda t: t[1] is None or t[1] >= t[0]
+    )
     return st.one_of(
         st.tuples(children, children).map(lambda p: ir.seq(*p)),
         st.tuples(children, children).map(lambda p: ir.alt(*p)),
@@ -94,7 +98,9 @@ def test_rules_are_right_linear_and_named_apart() -> None:
     for name in new:
         body = lowered.rules[name]
         for alt in body.items if isinstance(body, ir.Alt) else (body,):
-            assert alt == ir.EMPTY or (isinstance(alt, ir.Seq) and len(alt.items) == 2 and isinstance(alt.items[1], ir.Ref)), str(alt)
+            assert alt == ir.EMPTY or (
+                isinstance(alt, ir.Seq) and len(alt.items) == 2 and isinstance(alt.items[1], ir.Ref)
+            ), str(alt)
     # both copies of the same operation share one set of rules
     assert len(new) == 4
     assert lowered.matches("ab-xyz") and not lowered.matches("abcd-x")
@@ -130,7 +136,10 @@ def test_dfa_rules_of_empty_language() -> None:
 
 def test_references_inside_operands_are_followed() -> None:
     g = Grammar(
-        {"root": ir.Intersection(ir.Ref("letters"), ir.Repeat(ir.ANY_CHAR, 2, 2)), "letters": ir.plus(ir.char((97, 99)))},
+        {
+            "root": ir.Intersection(ir.Ref("letters"), ir.Repeat(ir.ANY_CHAR, 2, 2)),
+            "letters": ir.plus(ir.char((97, 99))),
+        },
         "root",
     )
     lowered = lower_set_operations(g)

@@ -11,6 +11,7 @@ import signal
 import threading
 
 import pytest
+from model_cases import CASES, TOOLS, any_text, convert_currency, get_weather, parses, search_web
 from pydantic import BaseModel
 
 from structgen import GenerationError, LimitError, SchemaError, StructgenError, VocabError
@@ -18,8 +19,6 @@ from structgen.generate import generate, generate_result, stream
 from structgen.integrations.llama_cpp import LlamaCppRuntime, logits_processor
 from structgen.output_types import resolve_output
 from structgen.tools import FinalAnswer, ToolCall, ToolDefinitionError, ToolSet, run_agent
-
-from model_cases import CASES, TOOLS, any_text, convert_currency, get_weather, parses, search_web
 
 pytestmark = pytest.mark.model
 
@@ -59,8 +58,8 @@ def test_unconstrained_failure_rate(request, model):
             lenient_ok += le
             total += 1
     line = (
-        f"{model}: unconstrained at temperature 1.0, {total} outputs: {total - strict_ok} ({100 * (total - strict_ok) / total:.0f}%) "
-        f"are not a valid value as a whole; {total - lenient_ok} ({100 * (total - lenient_ok) / total:.0f}%) hold no valid value anywhere"
+        f"{model}: unconstrained at temperature 1.0, {total} outputs: {total - strict_ok} ({100 * (total - strict_ok) / total:.0f}%) "  # noqa: E501
+        f"are not a valid value as a whole; {total - lenient_ok} ({100 * (total - lenient_ok) / total:.0f}%) hold no valid value anywhere"  # noqa: E501
     )
     print("\n" + line)
     report = os.environ.get("STRUCTGEN_REPORT")
@@ -76,7 +75,9 @@ def test_same_seed_same_output(smollm2_llama):
     generate(smollm2_llama, CASES[2].output_type, CASES[2].messages(), seed=1)  # another prompt in between
     again = generate_result(smollm2_llama, case.output_type, case.messages(), temperature=1.0, seed=5)
     assert again.text == first.text and again.token_ids == first.token_ids
-    sequential = generate_result(smollm2_llama, case.output_type, case.messages(), temperature=1.0, seed=5, overlap=False)
+    sequential = generate_result(
+        smollm2_llama, case.output_type, case.messages(), temperature=1.0, seed=5, overlap=False
+    )
     assert sequential.text == first.text
 
 
@@ -104,7 +105,11 @@ def test_logits_processor_in_create_completion(smollm2_llama):
 
 
 UNBOUNDED = [
-    {"type": "object", "properties": {"notes": {"type": "array", "items": {"type": "string"}}, "title": {"type": "string"}}, "required": ["notes", "title"]},
+    {
+        "type": "object",
+        "properties": {"notes": {"type": "array", "items": {"type": "string"}}, "title": {"type": "string"}},
+        "required": ["notes", "title"],
+    },
     {"type": "array", "items": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}},
     {"type": "string"},
 ]

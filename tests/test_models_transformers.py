@@ -7,14 +7,13 @@ once per session (conftest.py) and only a subset of the cases runs here.
 from __future__ import annotations
 
 import pytest
+from model_cases import CASES, TOOLS
 
 from structgen import VocabError
 from structgen.generate import generate, generate_result
 from structgen.integrations.transformers import StructgenLogitsProcessor, TransformersRuntime
 from structgen.output_types import resolve_output
 from structgen.tools import ToolCall
-
-from model_cases import CASES, TOOLS
 
 pytestmark = pytest.mark.model
 

@@ -12,9 +12,10 @@ from typing import Callable
 
 import pytest
 import regex
-from hypothesis import HealthCheck, given, settings, strategies as st
-
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from regex_support import node_fullmatch
+
 from structgen import Grammar, GrammarLimits, LimitError, RegexError
 from structgen.grammar import ir
 from structgen.grammar.regex import regex_to_node
@@ -88,8 +89,11 @@ def glrm(decide: Decide, pattern: str, text: str | bytes, flags: str = "", flavo
         ("\\D", ["a", "\u0660"], ["5"]),
         ("\\w", ["a", "Z", "0", "_"], ["é", "-", "\u212a"]),
         ("\\W", ["é", "-"], ["a"]),
-        ("\\s", [" ", "\t", "\n", "\x0b", "\x0c", "\r", "\xa0", "\ufeff", "\u2028", "\u2029", "\u2003", "\u3000"],
-         ["\x1c", "\x85", "\u200b", "\u180e", "a"]),
+        (
+            "\\s",
+            [" ", "\t", "\n", "\x0b", "\x0c", "\r", "\xa0", "\ufeff", "\u2028", "\u2029", "\u2003", "\u3000"],
+            ["\x1c", "\x85", "\u200b", "\u180e", "a"],
+        ),
         ("\\S", ["a", "\x85", "\u200b"], [" ", "\ufeff"]),
         ("\\p{L}", ["a", "é", "π"], ["1", "-"]),
         ("\\p{Letter}+", ["Hello", "π"], ["123"]),
@@ -537,8 +541,27 @@ _LEAVES = [
     ("[]", "(?!)"),
     ("[^]", "(?s:.)"),
 ]
-_ALPHABET = ["a", "b", "c", "é", "😀", "-", ".", "/", "\n", "\r", " ", "0", "_", "A", "α", "\u2028", "\xa0", "\ufeff",
-             "Π"]
+_ALPHABET = [
+    "a",
+    "b",
+    "c",
+    "é",
+    "😀",
+    "-",
+    ".",
+    "/",
+    "\n",
+    "\r",
+    " ",
+    "0",
+    "_",
+    "A",
+    "α",
+    "\u2028",
+    "\xa0",
+    "\ufeff",
+    "Π",
+]
 
 _QUANTIFIERS = ["*", "+", "?", "{2}", "{1,}", "{0,2}", "{1,3}", "*?", "+?", "??", "{0,1}?"]
 

@@ -12,9 +12,10 @@ import importlib.util
 import itertools
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
-
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from regex_support import node_fullmatch
+
 from structgen import Grammar, RegexError
 from structgen.grammar.regex import regex_to_node
 
@@ -62,9 +63,47 @@ def _check(pattern: str, flags: str, as_bytes: bool, samples: list[bytes]) -> No
             assert grammar.matches(data) == expected, ("matcher", pattern, flags, data, expected)
 
 
-_TEXT_ALPHABET = ["a", "b", "c", "z", "A", "K", "k", "\u212a", "s", "S", "\u017f", "é", "É", "ß", "\u1e9e", "α", "Α",
-                  "\u0342", "1", "9", "\u0660", "_", "-", " ", "\t", "\n", "\r", "\x85", "\xa0", "]", "[", "&", "~",
-                  "😀", "\u200d", "/", "#", "$", "\xad"]
+_TEXT_ALPHABET = [
+    "a",
+    "b",
+    "c",
+    "z",
+    "A",
+    "K",
+    "k",
+    "\u212a",
+    "s",
+    "S",
+    "\u017f",
+    "é",
+    "É",
+    "ß",
+    "\u1e9e",
+    "α",
+    "Α",
+    "\u0342",
+    "1",
+    "9",
+    "\u0660",
+    "_",
+    "-",
+    " ",
+    "\t",
+    "\n",
+    "\r",
+    "\x85",
+    "\xa0",
+    "]",
+    "[",
+    "&",
+    "~",
+    "😀",
+    "\u200d",
+    "/",
+    "#",
+    "$",
+    "\xad",
+]
 
 
 def _text_samples(extra: list[str]) -> list[bytes]:
@@ -191,8 +230,29 @@ def test_glrm_agrees_with_glrmask(pattern: str, flags: str, extra: list[str]) ->
     _check(pattern, flags, False, _text_samples(extra))
 
 
-_BYTE_SAMPLES = [b"", b"a", b"A", b"b", b"k", b"K", b"1", b"_", b" ", b"\n", b"\t", b"\x00", b"\x7f", b"\x80",
-                 b"\xff", b"\xc3\xa9", b"aa", b"ab", b"a\xff", b"\xff\xff", b"\xe2\x84\xaa"]
+_BYTE_SAMPLES = [
+    b"",
+    b"a",
+    b"A",
+    b"b",
+    b"k",
+    b"K",
+    b"1",
+    b"_",
+    b" ",
+    b"\n",
+    b"\t",
+    b"\x00",
+    b"\x7f",
+    b"\x80",
+    b"\xff",
+    b"\xc3\xa9",
+    b"aa",
+    b"ab",
+    b"a\xff",
+    b"\xff\xff",
+    b"\xe2\x84\xaa",
+]
 
 GLRM_BYTE_CASES: list[tuple[str, str]] = [
     ("\\xff", ""),
@@ -262,9 +322,34 @@ def test_both_refuse(pattern: str, flags: str, as_bytes: bool) -> None:
 # ---------------------------------------------------------------------------------------------
 # Random patterns
 
-_LEAVES = ["a", "b", "k", "é", "ß", "σ", ".", "\\d", "\\w", "\\s", "\\D", "\\W", "[a-c]", "[^a]", "[[:alpha:]]",
-           "[a-z--c]", "[a-z&&[^b]]", "\\p{Greek}", "\\pL", "\\p{Lu}", "\\P{Lu}", "\\x{e9}", "(?i:k)", "(?-i:a)", "[k-z]",
-           "[^[:upper:]]"]
+_LEAVES = [
+    "a",
+    "b",
+    "k",
+    "é",
+    "ß",
+    "σ",
+    ".",
+    "\\d",
+    "\\w",
+    "\\s",
+    "\\D",
+    "\\W",
+    "[a-c]",
+    "[^a]",
+    "[[:alpha:]]",
+    "[a-z--c]",
+    "[a-z&&[^b]]",
+    "\\p{Greek}",
+    "\\pL",
+    "\\p{Lu}",
+    "\\P{Lu}",
+    "\\x{e9}",
+    "(?i:k)",
+    "(?-i:a)",
+    "[k-z]",
+    "[^[:upper:]]",
+]
 _QUANTIFIERS = ["*", "+", "?", "{2}", "{1,}", "{0,2}", "*+", "?+", "{1,2}{2}"]
 
 
@@ -282,8 +367,31 @@ def _glrm_patterns() -> st.SearchStrategy[str]:
     return st.recursive(st.sampled_from(_LEAVES), extend, max_leaves=6)
 
 
-_RANDOM_ALPHABET = ["a", "b", "c", "k", "K", "\u212a", "é", "É", "ß", "\u1e9e", "σ", "Σ", "ς", "α", "\n", "1", "\u0660",
-                    "_", " ", "s", "S", "\u017f", "Z"]
+_RANDOM_ALPHABET = [
+    "a",
+    "b",
+    "c",
+    "k",
+    "K",
+    "\u212a",
+    "é",
+    "É",
+    "ß",
+    "\u1e9e",
+    "σ",
+    "Σ",
+    "ς",
+    "α",
+    "\n",
+    "1",
+    "\u0660",
+    "_",
+    " ",
+    "s",
+    "S",
+    "\u017f",
+    "Z",
+]
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from regex_support import node_fullmatch
+
 from structgen import Grammar, RegexError
 from structgen.grammar.regex import regex_to_node
 
@@ -47,9 +47,11 @@ def _verdicts(group: dict[str, Any]) -> list[tuple[str, bool, bool | None]]:
         ):
             patterns = list(schema["patternProperties"])
             ours = all(any(_matches(p, key) for p in patterns) for key in data)
-        elif schema.get("$ref", "").startswith("https://json-schema.org/draft/2020-12/schema") and isinstance(
-            data, dict
-        ) and isinstance(data.get("pattern"), str):
+        elif (
+            schema.get("$ref", "").startswith("https://json-schema.org/draft/2020-12/schema")
+            and isinstance(data, dict)
+            and isinstance(data.get("pattern"), str)
+        ):
             try:
                 regex_to_node(data["pattern"])
                 ours = True

@@ -11,14 +11,20 @@ from typing import Any
 
 import jsonschema
 import pytest
-
 from schema_corpus import Orderer, check_ratchet, serialisations
+
 from structgen.errors import LimitError, SchemaError
 from structgen.schema import json_schema_to_grammar, normalize_tool_parameters
 
 QUESTIONS = [
-    "BFCL_v4_simple_python", "BFCL_v4_simple_java", "BFCL_v4_simple_javascript", "BFCL_v4_multiple",
-    "BFCL_v4_parallel", "BFCL_v4_parallel_multiple", "BFCL_v4_live_simple", "BFCL_v4_live_multiple",
+    "BFCL_v4_simple_python",
+    "BFCL_v4_simple_java",
+    "BFCL_v4_simple_javascript",
+    "BFCL_v4_multiple",
+    "BFCL_v4_parallel",
+    "BFCL_v4_parallel_multiple",
+    "BFCL_v4_live_simple",
+    "BFCL_v4_live_multiple",
 ]
 
 
@@ -46,10 +52,24 @@ def ground_truth_instance(params: dict) -> dict:
 
 
 def test_normalize_tool_parameters() -> None:
-    raw = {"type": "dict", "properties": {"a": {"type": "float"}, "b": {"type": "tuple", "items": {"type": "String"}},
-                                          "c": {"type": "any"}, "d": {"type": "HashMap", "optional": True}}}
-    assert normalize_tool_parameters(raw) == {"type": "object", "properties": {
-        "a": {"type": "number"}, "b": {"type": "array", "items": {"type": "string"}}, "c": {}, "d": {"type": "object"}}}
+    raw = {
+        "type": "dict",
+        "properties": {
+            "a": {"type": "float"},
+            "b": {"type": "tuple", "items": {"type": "String"}},
+            "c": {"type": "any"},
+            "d": {"type": "HashMap", "optional": True},
+        },
+    }
+    assert normalize_tool_parameters(raw) == {
+        "type": "object",
+        "properties": {
+            "a": {"type": "number"},
+            "b": {"type": "array", "items": {"type": "string"}},
+            "c": {},
+            "d": {"type": "object"},
+        },
+    }
     assert raw["type"] == "dict"  # the input is not modified
 
 
@@ -108,7 +128,9 @@ def test_bfcl(corpora: pathlib.Path) -> None:
     for n in notes:
         print(n)
     print(f"structgen on BFCL: {json.dumps(counts)}")
-    failures = check_ratchet("bfcl", {"compiled": counts["compiled"], "passing": counts["accepted"], "errors": counts["errors"]})
+    failures = check_ratchet(
+        "bfcl", {"compiled": counts["compiled"], "passing": counts["accepted"], "errors": counts["errors"]}
+    )
     assert counts["errors"] == 0
     assert not failures, failures
 

@@ -108,9 +108,8 @@ def _cross_check(cases: list, llama: Any, glrm_oracle: Any) -> tuple[dict[str, i
                 if theirs_glrm != ours:
                     counts["glrmask_differs"] += 1
                 if theirs_llama != ours or theirs_glrm != ours:
-                    problems.append(
-                        f"DIFFERS {where}: structgen {ours}, llama.cpp {theirs_llama}, glrmask {theirs_glrm}: {text[:120]}"
-                    )
+                    verdicts = f"structgen {ours}, llama.cpp {theirs_llama}, glrmask {theirs_glrm}"
+                    problems.append(f"DIFFERS {where}: {verdicts}: {text[:120]}")
     return counts, problems
 
 
@@ -119,7 +118,9 @@ def _report(counts: dict[str, int], problems: list[str]) -> None:
     assert not problems, "\n".join(problems[:40])
 
 
-def test_suite_grammars_mean_the_same_in_llama_cpp_and_glrmask(corpora: pathlib.Path, llama: Any, glrm_oracle: Any) -> None:
+def test_suite_grammars_mean_the_same_in_llama_cpp_and_glrmask(
+    corpora: pathlib.Path, llama: Any, glrm_oracle: Any
+) -> None:
     counts, problems = _cross_check(_suite_cases(corpora), llama, glrm_oracle)
     assert counts["compiled"] >= 300, counts  # the suite is there and compiles as the ratchet says
     _report(counts, problems)

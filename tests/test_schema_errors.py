@@ -68,10 +68,14 @@ def test_dangling_and_remote_refs() -> None:
 def test_reference_cycles_without_base_case() -> None:
     e = _error({"$ref": "#"})
     assert e.keyword == "$ref"
-    e = _error({"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"anyOf": [{"$ref": "#/$defs/a"}, {}]}}, "$ref": "#/$defs/a"})
+    e = _error(
+        {"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"anyOf": [{"$ref": "#/$defs/a"}, {}]}}, "$ref": "#/$defs/a"}
+    )
     assert e.keyword in ("$ref", "anyOf")
     # through allOf the back reference adds nothing: A = allOf[A, P] is P (self-inheritance)
-    g = json_schema_to_grammar({"$defs": {"a": {"allOf": [{"$ref": "#/$defs/a"}, {"type": "integer"}]}}, "$ref": "#/$defs/a"})
+    g = json_schema_to_grammar(
+        {"$defs": {"a": {"allOf": [{"$ref": "#/$defs/a"}, {"type": "integer"}]}}, "$ref": "#/$defs/a"}
+    )
     assert g.matches("1") and not g.matches('"s"')
     # recursion through a required property never ends: no finite instance
     e = _error({"type": "object", "properties": {"a": {"$ref": "#"}}, "required": ["a"]})
@@ -90,8 +94,12 @@ def test_unsatisfiable_schemas() -> None:
 
 
 def test_refusals_name_keyword_and_pointer() -> None:
-    e = _error({"$defs": {"u": {"type": "array", "items": {"type": "string"}, "uniqueItems": True}},
-                "properties": {"x": {"$ref": "#/$defs/u"}}})
+    e = _error(
+        {
+            "$defs": {"u": {"type": "array", "items": {"type": "string"}, "uniqueItems": True}},
+            "properties": {"x": {"$ref": "#/$defs/u"}},
+        }
+    )
     assert (e.keyword, e.pointer) == ("uniqueItems", "/$defs/u")
     e = _error({"properties": {"a": {"anyOf": [{}], "unevaluatedProperties": False}}})
     assert (e.keyword, e.pointer) == ("unevaluatedProperties", "/properties/a")
@@ -104,8 +112,12 @@ def test_refusals_name_keyword_and_pointer() -> None:
 def test_dynamic_refs() -> None:
     static = {"$dynamicAnchor": "node", "type": "object", "properties": {"kid": {"$dynamicRef": "#node"}}}
     assert json_schema_to_grammar(static).matches('{"kid":{"kid":{}}}')
-    dynamic = {"$id": "https://x/root", "$dynamicAnchor": "n", "$defs": {"o": {"$id": "other", "$dynamicAnchor": "n"}},
-               "properties": {"k": {"$dynamicRef": "#n"}}}
+    dynamic = {
+        "$id": "https://x/root",
+        "$dynamicAnchor": "n",
+        "$defs": {"o": {"$id": "other", "$dynamicAnchor": "n"}},
+        "properties": {"k": {"$dynamicRef": "#n"}},
+    }
     assert _error(dynamic).keyword == "$dynamicRef"
 
 
@@ -144,8 +156,13 @@ def test_thousands_of_properties() -> None:
 
 @pytest.mark.slow
 def test_one_megabyte_schema() -> None:
-    big = {"type": "object", "properties": {f"k{i}": {"type": "object", "properties": {f"v{j}": {"enum": [j, str(j)]} for j in range(30)}}
-                                            for i in range(2000)}}
+    big = {
+        "type": "object",
+        "properties": {
+            f"k{i}": {"type": "object", "properties": {f"v{j}": {"enum": [j, str(j)]} for j in range(30)}}
+            for i in range(2000)
+        },
+    }
     text = json.dumps(big)
     assert len(text) > 1_000_000
     assert json_schema_to_grammar(text).matches('{"k3":{"v4":"4"}}')

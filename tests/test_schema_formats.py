@@ -187,9 +187,15 @@ SEEDS = {
     "uuid": (["2eb8aa08-aa98-11ea-b4aa-73b441d16380"], "0123456789abcdefgABCDEF-"),
     "hostname": (["www.example.com", "a-b.c", "xn--a.b", "a" * 63], "abcxyz019-."),
     "idn-hostname": (["www.example.com", "a\u3002b\uff0ec", "a" * 63], "abcxyz019-.\u3002\uff61é"),
-    "email": (['joe.bloggs@example.com', '"a b"@x.org', "a@[1.2.3.4]", "a@[IPv6:1::2]", "a!#@b-c.d"], 'abc09.@"\\ []:-!#IPv6'),
+    "email": (
+        ["joe.bloggs@example.com", '"a b"@x.org', "a@[1.2.3.4]", "a@[IPv6:1::2]", "a!#@b-c.d"],
+        'abc09.@"\\ []:-!#IPv6',
+    ),
     "idn-email": (["δοκιμή@example.com", '"é"@a.b'], 'aé.@"\\-δ'),
-    "uri": (["http://a.b/c?d#e", "urn:x:y", "http://[::1]:80/", "ftp://u:p@h/%20", "http://[v1.x]"], "ahtp:/?#[]@%20.-v:é"),
+    "uri": (
+        ["http://a.b/c?d#e", "urn:x:y", "http://[::1]:80/", "ftp://u:p@h/%20", "http://[v1.x]"],
+        "ahtp:/?#[]@%20.-v:é",
+    ),
     "uri-reference": (["//a/b", "../c", "?q", "#f", "a/b:c", ""], "abc:/?#[]@%20.-é"),
     "iri": (["http://é.x/π?q=\ue000#ü"], "ahtp:/?#é\ue000%2"),
     "iri-reference": (["π/é", "#ü"], "aπé:/?#\ue000%2"),

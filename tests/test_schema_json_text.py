@@ -9,7 +9,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from structgen.grammar import Grammar, ir
-from structgen.schema.json_text import any_string, hex_range, number_literal, string_all_spellings, string_literal, string_not_in
+from structgen.schema.json_text import (
+    any_string,
+    hex_range,
+    number_literal,
+    string_all_spellings,
+    string_literal,
+    string_not_in,
+)
 from structgen.schema.jsonvalue import canon, to_fraction
 
 
@@ -73,7 +80,11 @@ def test_number_literal_spellings() -> None:
 
 
 def test_canonical_values() -> None:
-    assert canon(1) == canon(1.0) and canon(True) != canon(1) and canon({"a": [1], "b": 2}) == canon({"b": 2.0, "a": [1.0]})
+    assert (
+        canon(1) == canon(1.0)
+        and canon(True) != canon(1)
+        and canon({"a": [1], "b": 2}) == canon({"b": 2.0, "a": [1.0]})
+    )
     assert canon([0]) != canon([False])
 
 
@@ -93,8 +104,15 @@ def _spellings(c: str) -> list[str]:
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(st.sampled_from([chr(c) for c in range(0x80)] + ["é", "\u07ff", "\u0800", "\ufffd", "\U0001F600", "\U0010FFFF"]),
-                max_size=4), st.data())
+@given(
+    st.lists(
+        st.sampled_from(
+            [chr(c) for c in range(0x80)] + ["é", "\u07ff", "\u0800", "\ufffd", "\U0001f600", "\U0010ffff"]
+        ),
+        max_size=4,
+    ),
+    st.data(),
+)
 def test_string_spellings_agree_with_the_scalar_translator(chars: list[str], data: st.DataObject) -> None:
     """Excluding listed keys and matching key patterns relies on both sides spelling alike."""
     text = '"' + "".join(data.draw(st.sampled_from(_spellings(c))) for c in chars) + '"'

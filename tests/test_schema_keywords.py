@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
 from schema_helpers import check
+
 from structgen.errors import SchemaError
 from structgen.schema import json_schema_to_grammar
 
@@ -29,7 +29,7 @@ def test_type() -> None:
     check({"type": "boolean"}, [True, False], [0, None])
     check({"type": "integer"}, [0, -7, 10**30], [1.5, "1", None])
     check({"type": "number"}, [0, 1.5, -2e-9, 10**30], ["1", None])
-    check({"type": "string"}, ["", "a b", "\u00e9\u4e2d\U0001F600", 'q"\\'], [1, None])
+    check({"type": "string"}, ["", "a b", "\u00e9\u4e2d\U0001f600", 'q"\\'], [1, None])
     check({"type": "array"}, [[], [1, "a"]], [{}, "[]"])
     check({"type": "object"}, [{}, {"a": 1}], [[], "{}"])
     check({"type": ["string", "null"]}, ["a", None], [1, []])
@@ -42,10 +42,16 @@ def test_integer_accepts_integral_number_forms() -> None:
 
 
 def test_enum_and_const_compare_by_json_value() -> None:
-    check({"enum": [1, "a", None, [1, 2], {"x": False}]}, [1, 1.0, "a", None, [1, 2], [1.0, 2], {"x": False}],
-          [2, "b", True, [2, 1], {"x": 0}, {"x": False, "y": 1}, 0])
-    check({"const": {"a": 1, "b": [True]}}, [{"a": 1, "b": [True]}, {"a": 1.0, "b": [True]}],
-          [{"a": 1}, {"a": 1, "b": [1]}, {"a": 1, "b": [True], "c": 0}])
+    check(
+        {"enum": [1, "a", None, [1, 2], {"x": False}]},
+        [1, 1.0, "a", None, [1, 2], [1.0, 2], {"x": False}],
+        [2, "b", True, [2, 1], {"x": 0}, {"x": False, "y": 1}, 0],
+    )
+    check(
+        {"const": {"a": 1, "b": [True]}},
+        [{"a": 1, "b": [True]}, {"a": 1.0, "b": [True]}],
+        [{"a": 1}, {"a": 1, "b": [1]}, {"a": 1, "b": [True], "c": 0}],
+    )
     check({"const": 0}, [0, 0.0, -0.0], [False, 1])
     check({"const": False}, [False], [0, None])
     check({"enum": []}, spec=False) if False else None
@@ -63,7 +69,7 @@ def test_const_number_spellings() -> None:
 
 
 def test_const_string_escapes() -> None:
-    g = json_schema_to_grammar({"const": "é\n\"/"})
+    g = json_schema_to_grammar({"const": 'é\n"/'})
     assert g.matches('"é\\n\\"/"')
     assert g.matches('"\\u00e9\\n\\"/"')  # json.dumps with ensure_ascii
     assert not g.matches('"e\\n\\"/"')
@@ -71,8 +77,11 @@ def test_const_string_escapes() -> None:
 
 def test_properties_required_additional() -> None:
     schema = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"}}, "required": ["a"]}
-    check(schema, [{"a": 1}, {"a": 1, "b": "x"}, {"a": 1, "b": "x", "zz": [None]}, {"a": 1, "c": {}}],
-          [{}, {"b": "x"}, {"a": "1"}, {"a": 1, "b": 2}])
+    check(
+        schema,
+        [{"a": 1}, {"a": 1, "b": "x"}, {"a": 1, "b": "x", "zz": [None]}, {"a": 1, "c": {}}],
+        [{}, {"b": "x"}, {"a": "1"}, {"a": 1, "b": 2}],
+    )
     check({**schema, "additionalProperties": False}, [{"a": 1}, {"a": 1, "b": "x"}], [{"a": 1, "c": 1}])
     check({**schema, "additionalProperties": {"type": "boolean"}}, [{"a": 1, "c": True}], [{"a": 1, "c": 1}])
 
@@ -86,19 +95,32 @@ def test_listed_keys_are_never_other_keys() -> None:
 
 
 def test_required_key_not_in_properties() -> None:
-    check({"required": ["x", "y"], "additionalProperties": {"type": "integer"}}, [{"x": 1, "y": 2}, {"y": 2, "x": 1}],
-          [{"x": 1}, {"x": 1, "y": "s"}])
+    check(
+        {"required": ["x", "y"], "additionalProperties": {"type": "integer"}},
+        [{"x": 1, "y": 2}, {"y": 2, "x": 1}],
+        [{"x": 1}, {"x": 1, "y": "s"}],
+    )
 
 
 def test_keys_with_escapes() -> None:
-    check({"properties": {'q"uote': {"type": "integer"}, "new\nline": {"type": "null"}}, "additionalProperties": False},
-          [{'q"uote': 1}, {"new\nline": None}], [{'q"uote': None}, {"other": 1}])
+    check(
+        {"properties": {'q"uote': {"type": "integer"}, "new\nline": {"type": "null"}}, "additionalProperties": False},
+        [{'q"uote': 1}, {"new\nline": None}],
+        [{'q"uote': None}, {"other": 1}],
+    )
 
 
 def test_pattern_properties() -> None:
-    schema = {"properties": {"foo": {"type": "array", "maxItems": 3}}, "patternProperties": {"^f": {"minItems": 2}},
-              "additionalProperties": {"type": "integer"}}
-    check(schema, [{"foo": [1, 2]}, {"fa": [1, 2]}, {"x": 1}], [{"foo": []}, {"foo": [1, 2, 3, 4]}, {"fa": [1]}, {"x": "s"}])
+    schema = {
+        "properties": {"foo": {"type": "array", "maxItems": 3}},
+        "patternProperties": {"^f": {"minItems": 2}},
+        "additionalProperties": {"type": "integer"},
+    }
+    check(
+        schema,
+        [{"foo": [1, 2]}, {"fa": [1, 2]}, {"x": 1}],
+        [{"foo": []}, {"foo": [1, 2, 3, 4]}, {"fa": [1]}, {"x": "s"}],
+    )
 
 
 def test_overlapping_pattern_properties() -> None:
@@ -117,7 +139,11 @@ def test_property_names_false_allows_only_empty_object() -> None:
 
 
 def test_min_max_properties() -> None:
-    check({"type": "object", "minProperties": 1, "maxProperties": 2}, [{"a": 1}, {"a": 1, "b": 2}], [{}, {"a": 1, "b": 2, "c": 3}])
+    check(
+        {"type": "object", "minProperties": 1, "maxProperties": 2},
+        [{"a": 1}, {"a": 1, "b": 2}],
+        [{}, {"a": 1, "b": 2, "c": 3}],
+    )
     schema = {"properties": {"a": {}, "b": {}}, "minProperties": 2}
     check(schema, [{"a": 1, "b": 2}, {"a": 1, "c": 3}, {"c": 1, "d": 2}], [{"a": 1}, {}])
 
@@ -128,15 +154,28 @@ def test_dependent_required_and_dependencies() -> None:
 
 
 def test_dependent_schemas() -> None:
-    schema = {"properties": {"a": {}, "b": {}}, "dependentSchemas": {"a": {"required": ["b"], "properties": {"b": {"type": "integer"}}}}}
+    schema = {
+        "properties": {"a": {}, "b": {}},
+        "dependentSchemas": {"a": {"required": ["b"], "properties": {"b": {"type": "integer"}}}},
+    }
     check(schema, [{}, {"b": "x"}, {"a": 1, "b": 2}], [{"a": 1}, {"a": 1, "b": "x"}])
 
 
 def test_items_prefix_items_lengths() -> None:
-    check({"type": "array", "items": {"type": "integer"}, "minItems": 1, "maxItems": 3}, [[1], [1, 2, 3]], [[], [1, 2, 3, 4], ["a"]])
-    check({"prefixItems": [{"type": "string"}, {"type": "integer"}]}, [[], ["a"], ["a", 1], ["a", 1, None]], [[1], ["a", "b"]])
+    check(
+        {"type": "array", "items": {"type": "integer"}, "minItems": 1, "maxItems": 3},
+        [[1], [1, 2, 3]],
+        [[], [1, 2, 3, 4], ["a"]],
+    )
+    check(
+        {"prefixItems": [{"type": "string"}, {"type": "integer"}]},
+        [[], ["a"], ["a", 1], ["a", 1, None]],
+        [[1], ["a", "b"]],
+    )
     check({"prefixItems": [{"type": "string"}], "items": False}, [[], ["a"]], [["a", 1]])
-    check({"items": [{"type": "string"}], "additionalItems": {"type": "integer"}}, [["a", 1, 2]], [["a", "b"]], spec=False)
+    check(
+        {"items": [{"type": "string"}], "additionalItems": {"type": "integer"}}, [["a", 1, 2]], [["a", "b"]], spec=False
+    )
 
 
 def test_large_item_bounds_stay_symbolic() -> None:
@@ -146,14 +185,22 @@ def test_large_item_bounds_stay_symbolic() -> None:
 
 
 def test_unique_items_on_finite_items() -> None:
-    check({"type": "array", "items": {"enum": [1, 2, 3]}, "uniqueItems": True}, [[], [1, 2, 3], [3, 1]], [[1, 1], [1, 2, 1], [1.0, 1]])
+    check(
+        {"type": "array", "items": {"enum": [1, 2, 3]}, "uniqueItems": True},
+        [[], [1, 2, 3], [3, 1]],
+        [[1, 1], [1, 2, 1], [1.0, 1]],
+    )
     check({"type": "array", "items": {"type": "boolean"}, "uniqueItems": True}, [[True, False]], [[True, True]])
-    check({"items": {"enum": [{"a": 1}, {"a": 2}]}, "uniqueItems": True}, [[{"a": 1}, {"a": 2}]], [[{"a": 1}, {"a": 1}]])
+    check(
+        {"items": {"enum": [{"a": 1}, {"a": 2}]}, "uniqueItems": True}, [[{"a": 1}, {"a": 2}]], [[{"a": 1}, {"a": 1}]]
+    )
 
 
 def test_unique_items_refused_on_open_items() -> None:
     with pytest.raises(SchemaError) as e:
-        json_schema_to_grammar({"properties": {"t": {"type": "array", "items": {"type": "string"}, "uniqueItems": True}}})
+        json_schema_to_grammar(
+            {"properties": {"t": {"type": "array", "items": {"type": "string"}, "uniqueItems": True}}}
+        )
     assert e.value.keyword == "uniqueItems" and e.value.pointer == "/properties/t"
 
 
@@ -169,8 +216,11 @@ def test_contains() -> None:
 
 def test_max_contains() -> None:
     check({"contains": {"const": 5}, "maxContains": 1}, [[5], [1, 5, 2]], [[], [5, 5]])
-    check({"contains": {"type": "string"}, "minContains": 1, "maxContains": 2, "maxItems": 4},
-          [["a", 1], [1, "a", "b"]], [[1], ["a", "b", "c"], [1, 2, 3, 4, "a"]])
+    check(
+        {"contains": {"type": "string"}, "minContains": 1, "maxContains": 2, "maxItems": 4},
+        [["a", 1], [1, "a", "b"]],
+        [[1], ["a", "b", "c"], [1, 2, 3, 4, "a"]],
+    )
 
 
 def test_any_of_one_of_all_of() -> None:
@@ -180,14 +230,25 @@ def test_any_of_one_of_all_of() -> None:
 
 
 def test_one_of_exact_with_overlap_excluded() -> None:
-    check({"type": "object", "oneOf": [{"required": ["a"]}, {"required": ["b"]}]}, [{"a": 1}, {"b": 1}], [{"a": 1, "b": 2}, {}])
+    check(
+        {"type": "object", "oneOf": [{"required": ["a"]}, {"required": ["b"]}]},
+        [{"a": 1}, {"b": 1}],
+        [{"a": 1, "b": 2}, {}],
+    )
 
 
 def test_one_of_discriminator() -> None:
-    cat = {"type": "object", "properties": {"kind": {"const": "cat"}, "lives": {"type": "integer"}}, "required": ["kind"]}
+    cat = {
+        "type": "object",
+        "properties": {"kind": {"const": "cat"}, "lives": {"type": "integer"}},
+        "required": ["kind"],
+    }
     dog = {"type": "object", "properties": {"kind": {"const": "dog"}, "name": {"type": "string"}}, "required": ["kind"]}
-    check({"oneOf": [cat, dog]}, [{"kind": "cat", "lives": 9}, {"kind": "dog", "name": "x"}],
-          [{"kind": "cow"}, {"kind": "cat", "lives": "x"}])
+    check(
+        {"oneOf": [cat, dog]},
+        [{"kind": "cat", "lives": 9}, {"kind": "dog", "name": "x"}],
+        [{"kind": "cow"}, {"kind": "cat", "lives": "x"}],
+    )
 
 
 def test_not() -> None:
@@ -214,47 +275,88 @@ def test_not_multiple_of_is_refused() -> None:
 
 
 def test_if_then_else() -> None:
-    schema = {"type": "object", "properties": {"k": {}, "v": {}},
-              "if": {"properties": {"k": {"const": "x"}}, "required": ["k"]}, "then": {"required": ["v"]},
-              "else": {"properties": {"v": {"type": "integer"}}}}
+    schema = {
+        "type": "object",
+        "properties": {"k": {}, "v": {}},
+        "if": {"properties": {"k": {"const": "x"}}, "required": ["k"]},
+        "then": {"required": ["v"]},
+        "else": {"properties": {"v": {"type": "integer"}}},
+    }
     check(schema, [{"k": "x", "v": "s"}, {"k": "y", "v": 1}, {}], [{"k": "x"}, {"k": "y", "v": "s"}])
 
 
 def test_ref_defs_recursion_and_siblings() -> None:
-    schema = {"$defs": {"node": {"type": "object", "properties": {"next": {"$ref": "#/$defs/node"}, "v": {"type": "integer"}},
-                                 "required": ["v"]}}, "$ref": "#/$defs/node"}
+    schema = {
+        "$defs": {
+            "node": {
+                "type": "object",
+                "properties": {"next": {"$ref": "#/$defs/node"}, "v": {"type": "integer"}},
+                "required": ["v"],
+            }
+        },
+        "$ref": "#/$defs/node",
+    }
     check(schema, [{"v": 1}, {"next": {"next": {"v": 3}, "v": 2}, "v": 1}], [{"next": {"v": 1}}, {"v": 1, "next": {}}])
     # 2020-12: siblings of $ref apply too
     check({"$defs": {"o": {"type": "object"}}, "$ref": "#/$defs/o", "required": ["a"]}, [{"a": 1}], [{}, 1])
 
 
 def test_draft07_forms() -> None:
-    schema = {"$schema": "http://json-schema.org/draft-07/schema#", "definitions": {"s": {"type": "string"}},
-              "properties": {"a": {"$ref": "#/definitions/s"}}}
+    schema = {
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "definitions": {"s": {"type": "string"}},
+        "properties": {"a": {"$ref": "#/definitions/s"}},
+    }
     check(schema, [{"a": "x"}], [{"a": 1}])
 
 
 def test_draft04_exclusive_bounds() -> None:
-    schema = {"$schema": "http://json-schema.org/draft-04/schema#", "type": "number", "minimum": 1, "exclusiveMinimum": True}
+    schema = {
+        "$schema": "http://json-schema.org/draft-04/schema#",
+        "type": "number",
+        "minimum": 1,
+        "exclusiveMinimum": True,
+    }
     check(schema, [1.5], [1, 0])
 
 
 def test_anchor_and_id_refs() -> None:
-    schema = {"$id": "https://example.com/root.json", "$defs": {"a": {"$anchor": "A", "type": "integer"},
-              "b": {"$id": "other.json", "type": "string"}}, "properties": {"x": {"$ref": "#A"}, "y": {"$ref": "other.json"}}}
+    schema = {
+        "$id": "https://example.com/root.json",
+        "$defs": {"a": {"$anchor": "A", "type": "integer"}, "b": {"$id": "other.json", "type": "string"}},
+        "properties": {"x": {"$ref": "#A"}, "y": {"$ref": "other.json"}},
+    }
     check(schema, [{"x": 1, "y": "s"}], [{"x": "s"}, {"y": 1}])
 
 
 def test_unknown_keywords_and_annotations_are_ignored() -> None:
-    check({"type": "integer", "title": "t", "description": "d", "default": "x", "examples": [1], "x-custom": {"type": "string"}},
-          [1], ["s"])
+    check(
+        {
+            "type": "integer",
+            "title": "t",
+            "description": "d",
+            "default": "x",
+            "examples": [1],
+            "x-custom": {"type": "string"},
+        },
+        [1],
+        ["s"],
+    )
 
 
 def test_unevaluated_properties_through_ref_and_all_of() -> None:
-    schema = {"$defs": {"base": {"properties": {"x": {"type": "integer"}}}},
-              "allOf": [{"$ref": "#/$defs/base"}], "properties": {"a": {}}, "unevaluatedProperties": False}
+    schema = {
+        "$defs": {"base": {"properties": {"x": {"type": "integer"}}}},
+        "allOf": [{"$ref": "#/$defs/base"}],
+        "properties": {"a": {}},
+        "unevaluatedProperties": False,
+    }
     check(schema, [{"a": 1, "x": 2}, {}], [{"b": 1}, {"a": 1, "x": "s"}])
-    check({"patternProperties": {"^x": {}}, "unevaluatedProperties": {"type": "string"}}, [{"x1": 1, "y": "s"}], [{"y": 1}])
+    check(
+        {"patternProperties": {"^x": {}}, "unevaluatedProperties": {"type": "string"}},
+        [{"x1": 1, "y": "s"}],
+        [{"y": 1}],
+    )
     check({"additionalProperties": True, "unevaluatedProperties": False}, [{"q": 1}], [])
 
 
@@ -270,7 +372,10 @@ def test_unevaluated_next_to_branches_is_refused() -> None:
 
 
 def test_complement_of_additional_properties() -> None:
-    branches = [{"properties": {"a": {}}, "additionalProperties": False}, {"properties": {"b": {}}, "additionalProperties": False}]
+    branches = [
+        {"properties": {"a": {}}, "additionalProperties": False},
+        {"properties": {"b": {}}, "additionalProperties": False},
+    ]
     check({"type": "object", "oneOf": branches}, [{"a": 1}, {"b": 1}], [{}, {"a": 1, "b": 2}, {"c": 1}])
     schema = {"type": "object", "not": {"properties": {"a": {}}, "additionalProperties": {"type": "integer"}}}
     check(schema, [{"b": "s"}, {"a": 1, "b": "x"}, {"b": 1, "c": "x"}], [{}, {"a": 1}, {"b": 1}])
@@ -278,5 +383,11 @@ def test_complement_of_additional_properties() -> None:
 
 def test_combinators_over_finite_values_are_exact() -> None:
     check({"enum": [1, 2, 3, 6], "oneOf": [{"multipleOf": 2}, {"multipleOf": 3}]}, [2, 3], [1, 6])
-    check({"enum": [{"fo": 1}, {"foo": "x"}], "not": {"patternProperties": {"f.*o": {"type": "integer"}}}}, [{"foo": "x"}], [{"fo": 1}])
-    check({"enum": [1, 2, 3, 6], "if": {"multipleOf": 2}, "then": {"minimum": 3}, "else": {"maximum": 1}}, [1, 6], [2, 3])
+    check(
+        {"enum": [{"fo": 1}, {"foo": "x"}], "not": {"patternProperties": {"f.*o": {"type": "integer"}}}},
+        [{"foo": "x"}],
+        [{"fo": 1}],
+    )
+    check(
+        {"enum": [1, 2, 3, 6], "if": {"multipleOf": 2}, "then": {"minimum": 3}, "else": {"maximum": 1}}, [1, 6], [2, 3]
+    )

@@ -15,8 +15,8 @@ import json
 import pathlib
 
 import pytest
-
 from schema_corpus import Orderer, check_ratchet
+
 from structgen.errors import LimitError, SchemaError
 from structgen.schema import json_schema_to_grammar
 

@@ -15,12 +15,11 @@ import json
 import pathlib
 import random
 import tarfile
-from typing import Any, Iterator
 
 import pytest
-
 from schema_corpus import Orderer, TimeLimit, check_ratchet, serialisations, time_limit
-from structgen.errors import LimitError, SchemaError, StructgenError
+
+from structgen.errors import LimitError, SchemaError
 from structgen.schema import json_schema_to_grammar
 
 ARCHIVE = "jsonschemabench/maskbench-data-full.tar.xz"
@@ -39,9 +38,20 @@ def load(corpora: pathlib.Path) -> list[tuple[str, dict]]:
     return out
 
 
-def run(entries: list[tuple[str, dict]], compile_limit: float = 20, schema_limit: float = 60) -> tuple[dict[str, int], list[str]]:
-    counts = dict(schemas=0, compiled=0, passing=0, valid_rejected=0, invalid_accepted=0, errors=0, timeouts=0,
-                  schemas_valid_rejected=0, schemas_invalid_accepted=0)
+def run(
+    entries: list[tuple[str, dict]], compile_limit: float = 20, schema_limit: float = 60
+) -> tuple[dict[str, int], list[str]]:
+    counts = dict(
+        schemas=0,
+        compiled=0,
+        passing=0,
+        valid_rejected=0,
+        invalid_accepted=0,
+        errors=0,
+        timeouts=0,
+        schemas_valid_rejected=0,
+        schemas_invalid_accepted=0,
+    )
     notes: list[str] = []
     refused: dict[str, int] = {}
     for name, entry in entries:
@@ -77,7 +87,9 @@ def run(entries: list[tuple[str, dict]], compile_limit: float = 20, schema_limit
                             else:
                                 counts["invalid_accepted"] += 1
                                 bad_invalid = True
-                            notes.append(f"{'VALID_REJECTED' if test['valid'] else 'INVALID_ACCEPTED'} {name}: {text[:150]}")
+                            notes.append(
+                                f"{'VALID_REJECTED' if test['valid'] else 'INVALID_ACCEPTED'} {name}: {text[:150]}"
+                            )
         except TimeLimit:
             ok = False
             counts["timeouts"] += 1

@@ -7,12 +7,14 @@ import json
 
 import pytest
 
-from schema_helpers import check
 from structgen.errors import SchemaError
 from structgen.schema import SchemaOptions, compile_schema, json_schema_to_grammar
 
-OBJ = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "array", "items": {"type": "boolean"}}},
-       "required": ["a"]}
+OBJ = {
+    "type": "object",
+    "properties": {"a": {"type": "integer"}, "b": {"type": "array", "items": {"type": "boolean"}}},
+    "required": ["a"],
+}
 VALUE = {"a": 1, "b": [True, False]}
 
 try:
@@ -26,11 +28,22 @@ needs_regex = pytest.mark.skipif(not HAVE_REGEX, reason="structgen.grammar.regex
 
 def test_flexible_whitespace_default() -> None:
     g = json_schema_to_grammar(OBJ)
-    for text in [json.dumps(VALUE, separators=(",", ":")), json.dumps(VALUE), json.dumps(VALUE, indent=2),
-                 json.dumps(VALUE, indent=4), '{ "a" : 1 , "b" : [ true ] }', '{\r\n\t"a": 1\r\n}']:
+    for text in [
+        json.dumps(VALUE, separators=(",", ":")),
+        json.dumps(VALUE),
+        json.dumps(VALUE, indent=2),
+        json.dumps(VALUE, indent=4),
+        '{ "a" : 1 , "b" : [ true ] }',
+        '{\r\n\t"a": 1\r\n}',
+    ]:
         assert g.matches(text), text
-    for text in [" " + json.dumps(VALUE), json.dumps(VALUE) + "\n", '{"a":  1}', '{"a":\n\n1}',
-                 '{"a":' + "\n" + " " * 33 + "1}"]:
+    for text in [
+        " " + json.dumps(VALUE),
+        json.dumps(VALUE) + "\n",
+        '{"a":  1}',
+        '{"a":\n\n1}',
+        '{"a":' + "\n" + " " * 33 + "1}",
+    ]:
         assert not g.matches(text), text
 
 
@@ -42,8 +55,10 @@ def test_compact_whitespace() -> None:
 
 @pytest.mark.parametrize("indent", [2, 4])
 def test_pretty_whitespace_is_exactly_json_dumps(indent: int) -> None:
-    schema = {"type": "object", "properties": {"x": OBJ, "l": {"type": "array", "items": OBJ}, "e": {"type": "object"},
-                                               "z": {"type": "array"}}}
+    schema = {
+        "type": "object",
+        "properties": {"x": OBJ, "l": {"type": "array", "items": OBJ}, "e": {"type": "object"}, "z": {"type": "array"}},
+    }
     value = {"x": VALUE, "l": [VALUE, {"a": 2}], "e": {}, "z": []}
     g = json_schema_to_grammar(schema, whitespace="pretty", indent=indent)
     assert g.matches(json.dumps(value, indent=indent))
@@ -52,8 +67,16 @@ def test_pretty_whitespace_is_exactly_json_dumps(indent: int) -> None:
 
 
 def test_pretty_whitespace_in_recursive_schema() -> None:
-    schema = {"$defs": {"t": {"type": "object", "properties": {"v": {"type": "integer"}, "kids": {"type": "array", "items": {"$ref": "#/$defs/t"}}},
-                              "required": ["v"]}}, "$ref": "#/$defs/t"}
+    schema = {
+        "$defs": {
+            "t": {
+                "type": "object",
+                "properties": {"v": {"type": "integer"}, "kids": {"type": "array", "items": {"$ref": "#/$defs/t"}}},
+                "required": ["v"],
+            }
+        },
+        "$ref": "#/$defs/t",
+    }
     value = {"v": 1, "kids": [{"v": 2, "kids": [{"v": 3}]}]}
     g = json_schema_to_grammar(schema, whitespace="pretty", indent=2)
     assert g.matches(json.dumps(value, indent=2))
@@ -88,7 +111,11 @@ def test_property_order_required_first() -> None:
 
 
 def test_property_order_any() -> None:
-    schema = {"properties": {"a": {"type": "integer"}, "b": {}, "c": {}}, "required": ["a", "c"], "additionalProperties": {"type": "string"}}
+    schema = {
+        "properties": {"a": {"type": "integer"}, "b": {}, "c": {}},
+        "required": ["a", "c"],
+        "additionalProperties": {"type": "string"},
+    }
     g = json_schema_to_grammar(schema, property_order="any")
     for perm in itertools.permutations(['"a":1', '"b":2', '"c":3', '"x":"s"']):
         assert g.matches("{" + ",".join(perm) + "}"), perm
@@ -138,8 +165,12 @@ def test_formats_ignore() -> None:
 
 
 def test_lenient_records_dropped_keywords() -> None:
-    schema = {"properties": {"t": {"type": "array", "items": {"type": "string"}, "uniqueItems": True},
-                             "n": {"not": {"multipleOf": 3}}}}
+    schema = {
+        "properties": {
+            "t": {"type": "array", "items": {"type": "string"}, "uniqueItems": True},
+            "n": {"not": {"multipleOf": 3}},
+        }
+    }
     with pytest.raises(SchemaError):
         compile_schema(schema)
     result = compile_schema(schema, lenient=True)
@@ -153,7 +184,13 @@ def test_lenient_records_dropped_keywords() -> None:
 
 
 def test_options_are_validated() -> None:
-    for bad in [dict(whitespace="wide"), dict(property_order="random"), dict(indent=-1), dict(strict="yes"), dict(bogus=1)]:
+    for bad in [
+        dict(whitespace="wide"),
+        dict(property_order="random"),
+        dict(indent=-1),
+        dict(strict="yes"),
+        dict(bogus=1),
+    ]:
         with pytest.raises(SchemaError):
             json_schema_to_grammar({}, **bad)
     assert compile_schema({}, SchemaOptions(whitespace="compact")).grammar.matches("[1,2]")

@@ -79,9 +79,18 @@ class Movie(TypedDict):
 
 PEOPLE = [
     Person(name="Ann", age=30, pet=Cat(kind="cat")),
-    Person(name="Bob \"B\" Ö", age=-1, email="b@x.org", addresses=[Address(street="1 Rd", city="Z")],
-           pet=Dog(kind="dog", name="Rex"), other_pet=Cat(kind="cat", lives=3), color=Color.GREEN,
-           priority=Priority.HIGH, tags={"a": 1, "é": 2}, pair=(5, "five")),
+    Person(
+        name='Bob "B" Ö',
+        age=-1,
+        email="b@x.org",
+        addresses=[Address(street="1 Rd", city="Z")],
+        pet=Dog(kind="dog", name="Rex"),
+        other_pet=Cat(kind="cat", lives=3),
+        color=Color.GREEN,
+        priority=Priority.HIGH,
+        tags={"a": 1, "é": 2},
+        pair=(5, "five"),
+    ),
 ]
 
 
@@ -100,11 +109,11 @@ def test_valid_models_are_accepted(person_grammar: Grammar) -> None:
 def test_invalid_json_is_rejected(person_grammar: Grammar) -> None:
     good = json.loads(PEOPLE[1].model_dump_json())
     variants = [
-        {k: v for k, v in good.items() if k != "name"},          # missing required
-        {**good, "age": 1.5},                                    # wrong type
-        {**good, "pet": {"kind": "cow"}},                        # unknown discriminator
-        {**good, "pet": {"kind": "dog"}},                        # dog without name
-        {**good, "color": "blue"},                               # not an enum value
+        {k: v for k, v in good.items() if k != "name"},  # missing required
+        {**good, "age": 1.5},  # wrong type
+        {**good, "pet": {"kind": "cow"}},  # unknown discriminator
+        {**good, "pet": {"kind": "dog"}},  # dog without name
+        {**good, "color": "blue"},  # not an enum value
         {**good, "priority": 3},
         {**good, "pair": [1]},
         {**good, "tags": {"a": "x"}},
@@ -161,13 +170,27 @@ def test_constrained_fields_and_formats() -> None:
         ident: uuid.UUID
 
     g = type_to_grammar(Item)
-    item = Item(sku="ABC-123", qty=5, price=9.99, when=datetime.datetime(2024, 1, 2, 3, 4, 5, tzinfo=datetime.timezone.utc),
-                day=datetime.date(2024, 2, 29), ident=uuid.UUID(int=7))
+    item = Item(
+        sku="ABC-123",
+        qty=5,
+        price=9.99,
+        when=datetime.datetime(2024, 1, 2, 3, 4, 5, tzinfo=datetime.timezone.utc),
+        day=datetime.date(2024, 2, 29),
+        ident=uuid.UUID(int=7),
+    )
     assert g.matches(item.model_dump_json())
     good = json.loads(item.model_dump_json())
-    for field, value in [("sku", "abc-123"), ("qty", 0), ("qty", 101), ("price", 0), ("note", "toolong"),
-                         ("day", "2023-02-29"), ("day", "0000-01-01"), ("when", "2016-12-31T23:59:60Z"),
-                         ("ident", "not-a-uuid")]:
+    for field, value in [
+        ("sku", "abc-123"),
+        ("qty", 0),
+        ("qty", 101),
+        ("price", 0),
+        ("note", "toolong"),
+        ("day", "2023-02-29"),
+        ("day", "0000-01-01"),
+        ("when", "2016-12-31T23:59:60Z"),
+        ("ident", "not-a-uuid"),
+    ]:
         text = json.dumps({**good, field: value})
         with pytest.raises(pydantic.ValidationError):
             Item.model_validate_json(text)
@@ -193,8 +216,13 @@ _names = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_s
 
 
 @settings(max_examples=60, deadline=None)
-@given(name=_names, age=st.integers(-(10**6), 10**6), lives=st.integers(0, 9), use_dog=st.booleans(),
-       tags=st.dictionaries(_names, st.integers(-5, 5), max_size=3))
+@given(
+    name=_names,
+    age=st.integers(-(10**6), 10**6),
+    lives=st.integers(0, 9),
+    use_dog=st.booleans(),
+    tags=st.dictionaries(_names, st.integers(-5, 5), max_size=3),
+)
 def test_generated_models_round_trip(name: str, age: int, lives: int, use_dog: bool, tags: dict) -> None:
     g = _cached_person_grammar()
     pet = Dog(kind="dog", name=name) if use_dog else Cat(kind="cat", lives=lives)

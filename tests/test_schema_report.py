@@ -9,8 +9,10 @@ def test_report_lists_refusals_and_annotations() -> None:
     schema = {
         "title": "T",
         "type": "object",
-        "properties": {"tags": {"type": "array", "items": {"type": "string"}, "uniqueItems": True},
-                       "n": {"type": "integer", "minimum": 0, "x-extra": 1}},
+        "properties": {
+            "tags": {"type": "array", "items": {"type": "string"}, "uniqueItems": True},
+            "n": {"type": "integer", "minimum": 0, "x-extra": 1},
+        },
         "required": ["n"],
     }
     report = enforceability_report(schema)

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from engine_support import greedy_tokens, load_vocab, reference_mask
-from structgen import Grammar, LimitError
+
+from structgen import Grammar
 from structgen.grammar import ir
 from structgen.schema.numbers import integer_node, number_node
 from structgen.schema.strings import string_node
@@ -48,14 +48,14 @@ def test_formats_and_numbers() -> None:
               '"h": "www.example.com", "n": 49, "x": 3.2e0}')  # fmt: skip
 
 
-
 def test_pattern_with_max_length() -> None:
     g = Grammar({"root": string_node(pattern="^[a-z ]+\\d$", max_length=12)}, "root")
     _check(g, '"abc de7"', every=1)
 
 
-
 def test_number_before_a_pattern_string() -> None:
-    body = ir.seq(number_node(minimum=-0.5, exclusive_maximum=3.25), ir.lit(","), string_node(pattern="^[a-z]+$", max_length=5))
+    body = ir.seq(
+        number_node(minimum=-0.5, exclusive_maximum=3.25), ir.lit(","), string_node(pattern="^[a-z]+$", max_length=5)
+    )
     g = Grammar({"root": body}, "root")
     _check(g, '1.5,"abc"', every=1)

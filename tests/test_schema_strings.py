@@ -45,7 +45,19 @@ def test_unconstrained_string_reads_every_json_dumps_output() -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ['"\\ud800"', '"\\udc00x"', '"\\ude00\\ud83d"', '"\x01"', '"\n"', '"\\x41"', '"\\U0041"', '"\\u12"', '"a', 'a"', '"\\"'],
+    [
+        '"\\ud800"',
+        '"\\udc00x"',
+        '"\\ude00\\ud83d"',
+        '"\x01"',
+        '"\n"',
+        '"\\x41"',
+        '"\\U0041"',
+        '"\\u12"',
+        '"a',
+        'a"',
+        '"\\"',
+    ],
 )
 def test_invalid_json_strings_are_rejected(text: str) -> None:
     assert not grammar(string_node()).matches(text)
@@ -63,7 +75,15 @@ def test_escape_forms() -> None:
 
 def test_lengths_count_code_points() -> None:
     g = grammar(string_node(min_length=2, max_length=3))
-    for s, ok in [("ab", True), ("abc", True), ("a", False), ("abcd", False), ("😀😀", True), ("\n\t\"", True), ("😀", False)]:
+    for s, ok in [
+        ("ab", True),
+        ("abc", True),
+        ("a", False),
+        ("abcd", False),
+        ("😀😀", True),
+        ('\n\t"', True),
+        ("😀", False),
+    ]:
         for text in dumps_both(s):
             assert g.matches(text) == ok, text
 
@@ -72,7 +92,11 @@ def test_large_length_bound_stays_symbolic() -> None:
     node = string_node(max_length=100_000)
     assert node_count(node) < 100
     g = grammar(string_node(min_length=3000, max_length=3001))
-    assert g.matches(json.dumps("x" * 3000)) and not g.matches(json.dumps("x" * 2999)) and not g.matches(json.dumps("é" * 3002, ensure_ascii=False))
+    assert (
+        g.matches(json.dumps("x" * 3000))
+        and not g.matches(json.dumps("x" * 2999))
+        and not g.matches(json.dumps("é" * 3002, ensure_ascii=False))
+    )
 
 
 def test_length_keyword_values() -> None:
@@ -122,14 +146,43 @@ def ecma_search(pattern: str, text: str) -> bool:
     return re.search(pattern.replace("$", "\\Z"), text, re.ASCII) is not None
 
 
-PATTERNS = ["^[a-c]+$", "ab", "\\d{2}", "^x|y$", "^(foo|ba[rz])*$", "[^a-z]", "^.{2,4}$", "\\n", "^[😀-😂é]+$", "^\\w+@\\w+$", "^a.c$"]
+PATTERNS = [
+    "^[a-c]+$",
+    "ab",
+    "\\d{2}",
+    "^x|y$",
+    "^(foo|ba[rz])*$",
+    "[^a-z]",
+    "^.{2,4}$",
+    "\\n",
+    "^[😀-😂é]+$",
+    "^\\w+@\\w+$",
+    "^a.c$",
+]
 
 
 @pytest.mark.parametrize("pattern", PATTERNS)
 def test_pattern_examples(pattern: str) -> None:
     needs_regex()
     g = grammar(string_node(pattern=pattern))
-    for s in ["", "abc", "ab", "12", "x", "zy", "foobar", "bazfoo", "aé", "A", "a\nb", "😀é", "a@b", "a.c", "a\nc", "😁"]:
+    for s in [
+        "",
+        "abc",
+        "ab",
+        "12",
+        "x",
+        "zy",
+        "foobar",
+        "bazfoo",
+        "aé",
+        "A",
+        "a\nb",
+        "😀é",
+        "a@b",
+        "a.c",
+        "a\nc",
+        "😁",
+    ]:
         expected = ecma_search(pattern, s)
         for text in dumps_both(s):
             assert g.matches(text) == expected, (pattern, s)
@@ -172,7 +225,9 @@ def test_pattern_with_length_lowers_to_plain_rules() -> None:
     needs_regex()
     g = grammar(string_node(pattern="^[a-f0-9]+$", min_length=4, max_length=8))
     lowered = lower_set_operations(g)
-    assert not any(isinstance(n, (ir.Intersection, ir.Difference)) for body in lowered.rules.values() for n in ir.iter_nodes(body))
+    assert not any(
+        isinstance(n, (ir.Intersection, ir.Difference)) for body in lowered.rules.values() for n in ir.iter_nodes(body)
+    )
     for s in ["abcd", "abc", "0123456789", "deadbeef", "xyzw"]:
         assert lowered.matches(json.dumps(s)) == g.matches(json.dumps(s)), s
 
@@ -194,7 +249,7 @@ def test_lowered_strings_count_decoded_characters() -> None:
     pattern=st.sampled_from(PATTERNS),
     lo=st.integers(0, 3),
     span=st.one_of(st.none(), st.integers(0, 4)),
-    values=st.lists(st.text(st.sampled_from("abcxyz12é😀\n@.\"\\"), max_size=7), min_size=1, max_size=8),
+    values=st.lists(st.text(st.sampled_from('abcxyz12é😀\n@."\\'), max_size=7), min_size=1, max_size=8),
 )
 def test_lowering_property(pattern: str, lo: int, span: int | None, values: list[str]) -> None:
     needs_regex()
@@ -214,7 +269,11 @@ text_strategy = st.text(st.characters(codec="utf-8"), max_size=12)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(lo=st.integers(0, 8), span=st.one_of(st.none(), st.integers(0, 6)), values=st.lists(text_strategy, min_size=1, max_size=8))
+@given(
+    lo=st.integers(0, 8),
+    span=st.one_of(st.none(), st.integers(0, 6)),
+    values=st.lists(text_strategy, min_size=1, max_size=8),
+)
 def test_length_property(lo: int, span: int | None, values: list[str]) -> None:
     hi = None if span is None else lo + span
     g = grammar(string_node(min_length=lo, max_length=hi))
@@ -229,7 +288,7 @@ def test_length_property(lo: int, span: int | None, values: list[str]) -> None:
     pattern=st.sampled_from(PATTERNS),
     lo=st.integers(0, 4),
     span=st.one_of(st.none(), st.integers(0, 4)),
-    values=st.lists(st.text(st.sampled_from("abcxyz12é😀\n@.\"\\"), max_size=7), min_size=1, max_size=8),
+    values=st.lists(st.text(st.sampled_from('abcxyz12é😀\n@."\\'), max_size=7), min_size=1, max_size=8),
 )
 @example(pattern="^\\w+@\\w+$", lo=0, span=None, values=["1@é"])  # ECMA \w is ASCII only
 @example(pattern="^x|y$", lo=0, span=None, values=["y\n"])  # ECMA $ does not match before a final newline
@@ -251,7 +310,9 @@ def test_any_encoded_is_one_character() -> None:
             assert g.matches(text), hex(cp)
 
 
-code_points = st.one_of(st.integers(0, 0x2FF), st.integers(0xD700, 0xE100), st.integers(0xFFF0, 0x10100), st.integers(0x1F000, 0x10FFFF))
+code_points = st.one_of(
+    st.integers(0, 0x2FF), st.integers(0xD700, 0xE100), st.integers(0xFFF0, 0x10100), st.integers(0x1F000, 0x10FFFF)
+)
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])

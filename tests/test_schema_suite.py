@@ -14,9 +14,8 @@ import json
 import pathlib
 from typing import Any
 
-import pytest
-
 from schema_corpus import Orderer, TimeLimit, check_ratchet, serialisations, time_limit
+
 from structgen.errors import LimitError, SchemaError
 from structgen.schema import json_schema_to_grammar
 

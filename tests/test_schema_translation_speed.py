@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from structgen.grammar import ir
 from structgen.schema import trim as trim_mod
-from structgen.schema.json_escapes import encode_codepoints, encode_chars
+from structgen.schema.json_escapes import encode_chars, encode_codepoints
 
 # ---------------------------------------------------------------------------------------------
 # character-level trees, built with the raw constructors (not normalised) and with sharing

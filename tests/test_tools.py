@@ -8,12 +8,11 @@ from typing import Annotated, Callable, Literal
 
 import jsonschema
 import pytest
+from generation_support import ScriptedRuntime, byte_vocab
 from pydantic import BaseModel, Field
 
 from structgen import GenerationError, StructgenError
 from structgen.tools import FINAL_ANSWER, FinalAnswer, Tool, ToolCall, ToolDefinitionError, ToolSet, run_agent
-
-from generation_support import ScriptedRuntime, byte_vocab
 
 
 class Unit(str, enum.Enum):
@@ -104,7 +103,13 @@ def _callable_param(fn: Callable[[int], int]) -> int:
 
 @pytest.mark.parametrize(
     ("fn", "parameter"),
-    [(_star_args, "values"), (_star_kwargs, "options"), (_unannotated, "x"), (_opaque, "thing"), (_callable_param, "fn")],
+    [
+        (_star_args, "values"),
+        (_star_kwargs, "options"),
+        (_unannotated, "x"),
+        (_opaque, "thing"),
+        (_callable_param, "fn"),
+    ],
 )
 def test_signatures_that_cannot_become_a_schema(fn, parameter):
     with pytest.raises(ToolDefinitionError) as e:
@@ -254,7 +259,13 @@ def test_parse_gives_typed_calls_and_final_answers():
     assert call.invoke() == {"city": "Oslo", "temperature": 70, "unit": "fahrenheit"}
     assert json.loads(call.to_json()) == {"name": "get_weather", "arguments": {"city": "Oslo", "unit": "fahrenheit"}}
     assert toolset.parse('{"name": "final_answer", "arguments": {"answer": 7}}') == FinalAnswer(7)
-    for bad in ('{"name": "add"}', '{"name": "zzz", "arguments": {}}', "[]", "not json", '{"name": "add", "arguments": {"a": "x", "b": 1}}'):
+    for bad in (
+        '{"name": "add"}',
+        '{"name": "zzz", "arguments": {}}',
+        "[]",
+        "not json",
+        '{"name": "add", "arguments": {"a": "x", "b": 1}}',
+    ):
         with pytest.raises(GenerationError):
             toolset.parse(bad)
 
@@ -306,7 +317,9 @@ def test_generated_calls_are_always_valid(vocab):
 
     toolset = ToolSet([get_weather, add, CreateContact], final_answer=str)
     for seed in range(4):
-        out = generate(ScriptedRuntime(vocab, "garbage", noise=2.0), toolset, "p", seed=seed, max_tokens=120, on_max_tokens="close")
+        out = generate(
+            ScriptedRuntime(vocab, "garbage", noise=2.0), toolset, "p", seed=seed, max_tokens=120, on_max_tokens="close"
+        )
         assert isinstance(out, (ToolCall, FinalAnswer))
 
 
@@ -324,5 +337,7 @@ def test_run_agent_reaches_a_final_answer(vocab):
 
 def test_run_agent_last_step_can_only_answer(vocab):
     always_calls = '{"name": "add", "arguments": {"a": 1, "b": 1}}'
-    run = run_agent(ScriptedRuntime(vocab, always_calls), [add], [{"role": "user", "content": "go"}], max_steps=3, seed=0)
+    run = run_agent(
+        ScriptedRuntime(vocab, always_calls), [add], [{"role": "user", "content": "go"}], max_steps=3, seed=0
+    )
     assert len(run.calls) == 2 and isinstance(run.answer, str)

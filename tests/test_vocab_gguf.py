@@ -291,7 +291,9 @@ def test_load_times(vocab_cache_dir: Path, capsys: pytest.CaptureFixture[str]) -
         t1 = time.perf_counter()
         Vocab.from_gguf(path)
         t2 = time.perf_counter()
-        rows.append(f"{name:14s} {v.n_tokens:7d} tokens  first {1000 * (t1 - t0):7.1f} ms  cached {1000 * (t2 - t1):6.1f} ms")
+        rows.append(
+            f"{name:14s} {v.n_tokens:7d} tokens  first {1000 * (t1 - t0):7.1f} ms  cached {1000 * (t2 - t1):6.1f} ms"
+        )
     if not rows:
         pytest.skip(ASSETS.missing_reason("vocab", "llama-bpe"))
     with capsys.disabled():

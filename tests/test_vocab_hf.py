@@ -26,8 +26,8 @@ from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalize
 
 _PATTERNS = {
     # the regexes of these models' tokenizer.json files (llama.cpp: llama-vocab.cpp)
-    "llama-bpe": r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+",
-    "qwen2": r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+",
+    "llama-bpe": r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+",  # noqa: E501
+    "qwen2": r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+",  # noqa: E501
 }
 NORMAL, CONTROL, USER_DEFINED, UNKNOWN = 1, 3, 4, 2
 
@@ -43,7 +43,9 @@ def _add_non_normal(tok: Tokenizer, texts: list[bytes], types: np.ndarray, skip:
     # so each keeps its id.
     added = []
     for i in np.flatnonzero(~np.isin(types, skip)).tolist():
-        added.append((i, AddedToken(texts[i].decode("utf-8"), special=bool(types[i] != USER_DEFINED), normalized=False)))
+        added.append(
+            (i, AddedToken(texts[i].decode("utf-8"), special=bool(types[i] != USER_DEFINED), normalized=False))
+        )
     for i, t in sorted(added):
         n = tok.add_special_tokens([t]) if t.special else tok.add_tokens([t])
         assert n == 1 and tok.token_to_id(t.content) == i, (i, t)
@@ -97,7 +99,12 @@ def sentencepiece_bpe(name: str) -> Tokenizer:
     return tok
 
 
-_BUILDERS = {"llama-bpe": byte_level_bpe, "qwen2": byte_level_bpe, "gpt-2": byte_level_bpe, "llama-spm": sentencepiece_bpe}
+_BUILDERS = {
+    "llama-bpe": byte_level_bpe,
+    "qwen2": byte_level_bpe,
+    "gpt-2": byte_level_bpe,
+    "llama-spm": sentencepiece_bpe,
+}
 _built: dict[str, Tokenizer] = {}
 
 
@@ -224,7 +231,9 @@ def test_slow_sentencepiece_tokenizer() -> None:
 def test_added_non_special_tokens_follow_the_marker_rule() -> None:
     tok = Tokenizer(models.BPE(vocab={"a": 0, "\u0120": 1}, merges=[]))
     tok.decoder = decoders.ByteLevel()
-    tok.add_tokens([AddedToken("  ", special=False), AddedToken("<tool_call>", special=False), AddedToken("\u00f5", special=False)])
+    tok.add_tokens(
+        [AddedToken("  ", special=False), AddedToken("<tool_call>", special=False), AddedToken("\u00f5", special=False)]
+    )
     v = Vocab.from_hf(tok)
     assert v.token_bytes(1) == b" "
     assert v.token_bytes(2) == b"  " and v.is_text[2]  # outside the byte alphabet: its UTF-8

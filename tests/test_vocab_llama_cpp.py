@@ -42,7 +42,9 @@ def test_agrees_with_gguf_on_models(name: str, capsys: pytest.CaptureFixture[str
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", [n for n in ASSETS.vocab_names() if n not in ("bert-bge", "llama-bpe", "qwen2", "llama-spm")])
+@pytest.mark.parametrize(
+    "name", [n for n in ASSETS.vocab_names() if n not in ("bert-bge", "llama-bpe", "qwen2", "llama-spm")]
+)
 def test_agrees_with_gguf_everywhere(name: str, capsys: pytest.CaptureFixture[str]) -> None:
     # command-r: normal tokens outside GPT-2's alphabet, printed by llama.cpp as "[UNK_BYTE_0x..]",
     # are never text on both sides

@@ -122,7 +122,9 @@ def fetch_vocab(dest: Path, find_links: list[str]) -> None:
     if not todo:
         say(f"vocab: all {len(A.VOCAB_FILES)} files present and verified in {vocab_dir}")
         return
-    say(f"vocab: {len(todo)} of {len(A.VOCAB_FILES)} files missing or wrong; fetching {A.LLAMA_CPP_PYTHON_SDIST} (77 MB)")
+    say(
+        f"vocab: {len(todo)} of {len(A.VOCAB_FILES)} files missing or wrong; fetching {A.LLAMA_CPP_PYTHON_SDIST} (77 MB)"  # noqa: E501
+    )
     with tempfile.TemporaryDirectory(prefix="fetch-", dir=dest) as tmp:
         (sdist,) = pip_download(
             [(A.LLAMA_CPP_PYTHON_SDIST, A.LLAMA_CPP_PYTHON_SDIST_SHA256)], Path(tmp), sdist=True, find_links=find_links

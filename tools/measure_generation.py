@@ -35,14 +35,16 @@ def main(argv: list[str] | None = None) -> int:
         rows: dict[str, list] = {"first request with the schema": [], "schema seen before": []}
         for case in CASES:
             for seed in (0, 1, 2):
-                r = generate_result(llm, case.output_type, case.messages(), temperature=1.0, seed=seed, max_tokens=args.max_tokens)
+                r = generate_result(
+                    llm, case.output_type, case.messages(), temperature=1.0, seed=seed, max_tokens=args.max_tokens
+                )
                 rows["first request with the schema" if seed == 0 else "schema seen before"].append(r.stats)
         for kind, stats in rows.items():
             masks = sorted(s.mask_ms_per_token for s in stats)
             tokens = sum(s.output_tokens for s in stats)
             forced = sum(s.forced_tokens for s in stats)
             print(
-                f"{name}, {kind} ({len(stats)} runs): model {statistics.median(s.model_ms_per_token for s in stats):.1f} ms/token, "
+                f"{name}, {kind} ({len(stats)} runs): model {statistics.median(s.model_ms_per_token for s in stats):.1f} ms/token, "  # noqa: E501
                 f"mask {statistics.median(masks):.2f} ms/token (p90 {masks[int(0.9 * len(masks))]:.2f}), "
                 f"added latency {statistics.median(s.overhead_ms_per_token for s in stats):.2f} ms/token, "
                 f"forced {forced}/{tokens} tokens ({100 * forced / max(tokens, 1):.0f}%)"

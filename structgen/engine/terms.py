@@ -563,35 +563,54 @@ class TermStore:
                 yield d
 
     def shortest(self, t: int) -> int | None:
-        """Length in bytes of the shortest sentence of ``t`` (symbols count as 0), or None."""
+        """Length in bytes of the shortest sentence of ``t`` (symbols count as 0), or None.
+
+        Composed over sequences, choices and repetitions (iteratively: a document's term is a
+        long right-nested sequence); a greedy lexeme (which looks ahead, so does not compose) and
+        a set operation are searched, each on its own."""
         r = self._shortest.get(t)
         if r is not None:
-            return r
-        if t == NOTHING:
-            return None
-        if not self.flags[t] & (HAS_POSS | HAS_SETOP):
-            r = self._shortest_plain(t)
-        else:
-            r = self._search(t)
-        if r is not None:
-            self._shortest[t] = r
-        return r
-
-    def _shortest_plain(self, t: int) -> int:
-        k = self.kind[t]
-        if k == LAZY_K:
-            return self.shortest(self.force(t))  # type: ignore[return-value]
-        if k in (EMPTY_K, SYM_K):
-            return 0
-        if k == BYTES_K:
-            return 1
-        if k == SEQ_K:
-            return self.shortest(self.a[t]) + self.shortest(self.b[t])  # type: ignore[operator, arg-type]
-        if k == ALT_K:
-            return min(self.shortest(u) for u in self.b[t])  # type: ignore[union-attr, type-var]
-        if k == REPEAT_K:
-            return self.b[t][0] * self.shortest(self.a[t])  # type: ignore[index, operator]
-        raise AssertionError(k)
+            return None if r < 0 else r
+        stack = [t]
+        while stack:
+            u = stack[-1]
+            if u in self._shortest:
+                stack.pop()
+                continue
+            k = self.kind[u]
+            if u == NOTHING:
+                self._shortest[u] = -1
+            elif self.flags[u] & HAS_POSS or k in (AND_K, DIFF_K):
+                found = self._search(u)
+                self._shortest[u] = -1 if found is None else found
+            elif k == LAZY_K:
+                forced = self.force(u)
+                if forced not in self._shortest:
+                    stack.append(forced)
+                    continue
+                self._shortest[u] = self._shortest[forced]
+            elif k in (EMPTY_K, SYM_K):
+                self._shortest[u] = 0
+            elif k == BYTES_K:
+                self._shortest[u] = 1
+            else:
+                parts = (self.a[u], self.b[u]) if k == SEQ_K else self.b[u] if k == ALT_K else (self.a[u],)
+                missing = [p for p in parts if p not in self._shortest]  # type: ignore[union-attr]
+                if missing:
+                    stack.extend(missing)  # type: ignore[arg-type]
+                    continue
+                lengths = [self._shortest[p] for p in parts]  # type: ignore[union-attr, index]
+                if k == SEQ_K:
+                    self._shortest[u] = -1 if min(lengths) < 0 else sum(lengths)
+                elif k == ALT_K:
+                    live = [n for n in lengths if n >= 0]
+                    self._shortest[u] = min(live) if live else -1
+                else:  # REPEAT
+                    lo = self.b[u][0]  # type: ignore[index]
+                    self._shortest[u] = 0 if lo == 0 else -1 if lengths[0] < 0 else lo * lengths[0]
+            stack.pop()
+        r = self._shortest[t]
+        return None if r < 0 else r
 
     def _search(self, t: int) -> int | None:
         """Breadth-first search for the shortest path from ``t`` to an accepting derivative."""

@@ -186,7 +186,11 @@ class CodepointTerms:
                 r = NOTHING
             else:
                 head = n.items[0]
-                rest = self.intern(ir.Seq(n.items[1:])) if len(n.items) > 2 else (n.items[1] if len(n.items) == 2 else EMPTY)
+                rest = (
+                    self.intern(ir.Seq(n.items[1:]))
+                    if len(n.items) > 2
+                    else (n.items[1] if len(n.items) == 2 else EMPTY)
+                )
                 parts = [self.cat(self.deriv(head, c), rest)]
                 if self.nullable(head):
                     parts.append(self.deriv(rest, c))
@@ -336,7 +340,9 @@ class DFA:
             if i is None:
                 if len(index) >= max_states:
                     raise LimitError(
-                        f"the product automaton needs more than {max_states} states", limit="max_states", value=max_states
+                        f"the product automaton needs more than {max_states} states",
+                        limit="max_states",
+                        value=max_states,
                     )
                 a, b = pair
                 b_accepts = b != dead and other.accepting[b]
@@ -382,7 +388,9 @@ class DFA:
         if not any(d.accepting):
             return d
         # global alphabet: intervals of the union of all label boundaries
-        points = sorted({lo for tr in d.transitions for lo, _hi, _t in tr} | {hi + 1 for tr in d.transitions for _lo, hi, _t in tr})
+        points = sorted(
+            {lo for tr in d.transitions for lo, _hi, _t in tr} | {hi + 1 for tr in d.transitions for _lo, hi, _t in tr}
+        )
         dead = n
         # preds[a][q]: states p with delta(p, a) == q, for each symbol a (interval index)
         symbol_count = max(len(points), 1)
@@ -484,7 +492,9 @@ def _no_recursion_error(fn: F) -> F:
         try:
             return fn(*args, **kwargs)
         except RecursionError:
-            raise LimitError("a regular operand is nested too deeply to build its automaton", limit="max_nesting") from None
+            raise LimitError(
+                "a regular operand is nested too deeply to build its automaton", limit="max_nesting"
+            ) from None
 
     return wrapper  # type: ignore[return-value]
 
@@ -587,7 +597,9 @@ def dfa_rules(
             node = ir.Ref(helper)
         labels[ranges] = node
     for s in range(d.size):
-        alts: list[ir.Node] = [ir.seq(labels[ranges], ir.Ref(f"{name}_{t}")) for t, ranges in _labels_of(d.transitions[s]).items()]
+        alts: list[ir.Node] = [
+            ir.seq(labels[ranges], ir.Ref(f"{name}_{t}")) for t, ranges in _labels_of(d.transitions[s]).items()
+        ]
         if d.accepting[s]:
             alts.append(EMPTY)
         rules[f"{name}_{s}"] = ir.alt(*alts) if alts else NOTHING

@@ -74,9 +74,7 @@ def lower_set_operations(grammar: Grammar, *, max_states: int = DEFAULT_MAX_STAT
 
     # rules a greedy lexeme reaches must stay non-recursive: they keep their set operations
     protected = _reached_from_lexemes(grammar)
-    rules = {
-        name: body if name in protected else _replace_set_ops(body, lower) for name, body in grammar.rules.items()
-    }
+    rules = {name: body if name in protected else _replace_set_ops(body, lower) for name, body in grammar.rules.items()}
     rules.update(new_rules)
     return Grammar(rules, grammar.start, externs=grammar.externs)
 

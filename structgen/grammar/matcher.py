@@ -157,7 +157,9 @@ class _Builder:
             operand = n.item if isinstance(n, ir.Lexeme) else n
             for sub in ir.iter_nodes(operand):
                 if isinstance(sub, ir.Lexeme):
-                    raise GrammarError("a greedy lexeme cannot be nested inside a regular operand", rule=cg.rule_names[rule])
+                    raise GrammarError(
+                        "a greedy lexeme cannot be nested inside a regular operand", rule=cg.rule_names[rule]
+                    )
             edge = _Edge(REGULAR, operand, e, lexeme=isinstance(n, ir.Lexeme), rid=len(cg.regular_edges))
             cg.edges[s].append(edge)
             cg.regular_edges.append((s, edge))

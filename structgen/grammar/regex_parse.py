@@ -69,9 +69,7 @@ class _Frame:
         self.just_quantified = False
 
     def finish(self) -> RegexNode:
-        branches = [
-            items[0] if len(items) == 1 else Concat(tuple(items)) for items in self.alternatives + [self.items]
-        ]
+        branches = [items[0] if len(items) == 1 else Concat(tuple(items)) for items in self.alternatives + [self.items]]
         return branches[0] if len(branches) == 1 else Alternation(tuple(branches))
 
 

@@ -111,7 +111,10 @@ class RegularTerms:
             if not n.items:
                 r = NOTHING
             else:
-                head, rest = n.items[0], (ir.Seq(n.items[1:]) if len(n.items) > 2 else (n.items[1] if len(n.items) == 2 else EMPTY))
+                head, rest = (
+                    n.items[0],
+                    (ir.Seq(n.items[1:]) if len(n.items) > 2 else (n.items[1] if len(n.items) == 2 else EMPTY)),
+                )
                 parts = [self.cat(self.deriv(head, c), rest)]
                 if self.nullable(head):
                     parts.append(self.deriv(rest, c))
@@ -130,7 +133,11 @@ class RegularTerms:
             r = self.deriv(self._rules[n.name], c)
         elif isinstance(n, ir.Difference):
             left = self.deriv(n.left, c)
-            r = NOTHING if left == NOTHING else (left if (right := self.deriv(n.right, c)) == NOTHING else ir.Difference(left, right))
+            r = (
+                NOTHING
+                if left == NOTHING
+                else (left if (right := self.deriv(n.right, c)) == NOTHING else ir.Difference(left, right))
+            )
         elif isinstance(n, ir.Intersection):
             left = self.deriv(n.left, c)
             right = self.deriv(n.right, c) if left != NOTHING else NOTHING
@@ -148,7 +155,11 @@ class RegularTerms:
             lo, hi = seq[0]
             if lo <= c <= hi:
                 rests.append(
-                    EMPTY if len(seq) == 1 else ir.Seq(tuple(ir.ByteClass((r,)) for r in seq[1:])) if len(seq) > 2 else ir.ByteClass((seq[1],))
+                    EMPTY
+                    if len(seq) == 1
+                    else ir.Seq(tuple(ir.ByteClass((r,)) for r in seq[1:]))
+                    if len(seq) > 2
+                    else ir.ByteClass((seq[1],))
                 )
         return RegularTerms.union(rests)
 

@@ -212,7 +212,9 @@ class LlamaCppLogitsProcessor:
         return self.spec.parse(text)
 
 
-def logits_processor(llm_or_vocab: Any, output_type: Any, *, max_tokens: int | None = None, **schema_options: Any) -> LlamaCppLogitsProcessor:
+def logits_processor(
+    llm_or_vocab: Any, output_type: Any, *, max_tokens: int | None = None, **schema_options: Any
+) -> LlamaCppLogitsProcessor:
     """A :class:`LlamaCppLogitsProcessor` for ``output_type``; the first argument is the
     ``llama_cpp.Llama`` (its vocabulary is read once and cached) or a :class:`~structgen.vocab.Vocab`."""
     from ..vocab import Vocab

@@ -31,6 +31,7 @@ from ..errors import StructgenError, VocabError
 if TYPE_CHECKING:
     from ..vocab import Vocab
 
+
 @runtime_checkable
 class Runtime(Protocol):
     """What :func:`structgen.generate` needs from a model runtime (see the module docstring)."""

@@ -207,7 +207,9 @@ class StructgenLogitsProcessor:
             self._prompt_length = n
             self._states = [self._constraint.start() for _ in range(batch)]
         if scores.shape[-1] < self.vocab.n_tokens:
-            raise VocabError(f"the model gives {scores.shape[-1]} logits but the vocabulary has {self.vocab.n_tokens} tokens")
+            raise VocabError(
+                f"the model gives {scores.shape[-1]} logits but the vocabulary has {self.vocab.n_tokens} tokens"
+            )
         generated = n - self._prompt_length
         masks = np.ones((batch, scores.shape[-1]), dtype=bool)
         for row, state in enumerate(self._states):
@@ -217,7 +219,9 @@ class StructgenLogitsProcessor:
                     if state.is_terminated():
                         break
                     if not state.commit_token(int(t)):
-                        raise StructgenError(f"token {int(t)} was generated against the constraint (was the mask applied?)")
+                        raise StructgenError(
+                            f"token {int(t)} was generated against the constraint (was the mask applied?)"
+                        )
             if state.is_terminated():
                 if self._end_ids.size:
                     masks[row] = False

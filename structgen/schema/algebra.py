@@ -15,7 +15,6 @@ from fractions import Fraction
 from typing import Any, Callable, Sequence, TypeVar
 
 from ..errors import LimitError
-from .objkeys import key_verdict, policy_verdict
 from .model import (
     FALSE,
     NEVER,
@@ -32,6 +31,7 @@ from .model import (
     StrValues,
     all_of,
 )
+from .objkeys import key_verdict, policy_verdict
 
 T = TypeVar("T")
 

@@ -62,7 +62,15 @@ def _build(em: Any, rec: ArrayC, depth: Any, name: str) -> ir.Node:
         if rec.min_items > limit:
             return ir.NOTHING
         hi = limit if rec.max_items is None else min(rec.max_items, limit)
-        rec = ArrayC(rec.prefix[:hi], rec.items if hi > len(rec.prefix) else _never(), rec.min_items, hi, rec.contains, rec.unique, rec.ptr)
+        rec = ArrayC(
+            rec.prefix[:hi],
+            rec.items if hi > len(rec.prefix) else _never(),
+            rec.min_items,
+            hi,
+            rec.contains,
+            rec.unique,
+            rec.ptr,
+        )
     if rec.unique and rec.max_items is not None and rec.max_items <= 1:
         rec = ArrayC(rec.prefix, rec.items, rec.min_items, rec.max_items, rec.contains, False, rec.ptr)
     if rec.unique:
@@ -104,7 +112,10 @@ def _plain(em: Any, rec: ArrayC, depth: Any, name: str) -> ir.Node:
             return end
         comma_x = ir.seq(lay.comma(depth), x)
         first = ir.seq(
-            lay.open(depth), x, ir.repeat(comma_x, max(rem_lo - 1, 0), None if rem_hi is None else rem_hi - 1), lay.close(depth)
+            lay.open(depth),
+            x,
+            ir.repeat(comma_x, max(rem_lo - 1, 0), None if rem_hi is None else rem_hi - 1),
+            lay.close(depth),
         )
         return ir.alt(end, first)
     tail: ir.Node
@@ -141,7 +152,9 @@ def _contains(em: Any, rec: ArrayC, depth: Any, name: str) -> ir.Node | None:
     exact = cmax is not None
     k_cap = cmax if exact else cmin
     if (n_cap + 1) * (k_cap + 1) > ctx.opts.max_count_states:
-        ctx.refuse("contains", rec.ptr, f"contains with these counts needs more than {ctx.opts.max_count_states} states")
+        ctx.refuse(
+            "contains", rec.ptr, f"contains with these counts needs more than {ctx.opts.max_count_states} states"
+        )
         return None
     miss: Handle | None = None
     if exact:
@@ -233,7 +246,11 @@ def _unique(em: Any, rec: ArrayC, depth: Any, name: str) -> ir.Node | None:
     for i in range(p + 1):
         vals = finite_values(em, ctx.normalize(rec.item_at(i)), em.child_depth(depth))
         if vals is None:
-            ctx.refuse("uniqueItems", rec.ptr, "uniqueItems is only enforced when the items are finitely many values (enums, consts, booleans)")
+            ctx.refuse(
+                "uniqueItems",
+                rec.ptr,
+                "uniqueItems is only enforced when the items are finitely many values (enums, consts, booleans)",
+            )
             return None
         sets.append(vals)
     lay = em.layout
@@ -245,7 +262,9 @@ def _unique(em: Any, rec: ArrayC, depth: Any, name: str) -> ir.Node | None:
         if used not in names:
             if len(names) >= limit:
                 raise LimitError(
-                    f"uniqueItems at {rec.ptr or '#'} needs more than {limit} states", limit="max_unique_states", value=limit
+                    f"uniqueItems at {rec.ptr or '#'} needs more than {limit} states",
+                    limit="max_unique_states",
+                    value=limit,
                 )
             names[used] = em.fresh(f"{name}-u")
             order.append(used)

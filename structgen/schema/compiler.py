@@ -158,7 +158,9 @@ class Compiler:
                 self._taint = min(self._taint, index + 1)
                 return ANY
             kw, p = via if via is not None else ("$ref", self.where)
-            raise _Cycle("reference cycle with no base case (the schema refers to itself in place)", keyword=kw, pointer=p)
+            raise _Cycle(
+                "reference cycle with no base case (the schema refers to itself in place)", keyword=kw, pointer=p
+            )
         if len(self._active) >= self.opts.max_applicator_depth:
             raise LimitError(
                 "in-place applicators ($ref, allOf, ...) nest too deeply",
@@ -379,7 +381,11 @@ class Compiler:
         if key in self._string_grammars:
             return self._string_grammars[key]
         try:
-            node = string_node(pattern=value, pointer=pointer) if kind == "pattern" else string_node(format=value, pointer=pointer)
+            node = (
+                string_node(pattern=value, pointer=pointer)
+                if kind == "pattern"
+                else string_node(format=value, pointer=pointer)
+            )
             g: Grammar | None = Grammar({"root": node})
         except SchemaError as e:
             self.refuse_error(e)

@@ -66,7 +66,9 @@ def at_least(digits: Sequence[int], base: int, digit: DigitNode) -> list[ir.Node
     alts: list[ir.Node] = []
     for i in range(last):
         if digits[i] < base - 1:
-            alts.append(ir.seq(*_prefix(digits[:i], digit), digit(digits[i] + 1, base - 1), *_any(n - i - 1, base, digit)))
+            alts.append(
+                ir.seq(*_prefix(digits[:i], digit), digit(digits[i] + 1, base - 1), *_any(n - i - 1, base, digit))
+            )
     # position `last` and everything after it: the suffix after `last` is all zeros
     alts.append(ir.seq(*_prefix(digits[:last], digit), digit(digits[last], base - 1), *_any(n - last - 1, base, digit)))
     return alts
@@ -151,4 +153,6 @@ def natural_range(lo: int, hi: int | None) -> ir.Node:
 
 
 def _width_range(lo: int, hi: int, width: int) -> ir.Node:
-    return fixed_width_range([int(c) for c in str(lo).zfill(width)], [int(c) for c in str(hi).zfill(width)], 10, decimal_digit)
+    return fixed_width_range(
+        [int(c) for c in str(lo).zfill(width)], [int(c) for c in str(hi).zfill(width)], 10, decimal_digit
+    )

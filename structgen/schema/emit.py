@@ -15,9 +15,33 @@ from typing import Any, Callable
 
 from ..errors import LimitError, SchemaError
 from ..grammar import ir
-from .json_text import ALL_SCALARS, ANY_U_ESCAPE, NON_INTEGER, SHORT_ESCAPES, number_literal, spell_class, string_all_spellings, string_literal
+from .json_text import (
+    ALL_SCALARS,
+    ANY_U_ESCAPE,
+    NON_INTEGER,
+    SHORT_ESCAPES,
+    number_literal,
+    spell_class,
+    string_all_spellings,
+    string_literal,
+)
 from .loader import pointer_text
-from .model import AllOfH, AnyH, AnyOfH, ConstH, Fixed, Handle, Loc, NeverH, NotH, NumberC, NumValues, Schema, StringC, StrValues
+from .model import (
+    AllOfH,
+    AnyH,
+    AnyOfH,
+    ConstH,
+    Fixed,
+    Handle,
+    Loc,
+    NeverH,
+    NotH,
+    NumberC,
+    NumValues,
+    Schema,
+    StringC,
+    StrValues,
+)
 from .scalars import number_record_node, string_node
 from .whitespace import Layout
 
@@ -59,7 +83,9 @@ class Emitter:
             name = f"{base}-{n}"
         self.names.add(name)
         if len(self.names) > self.opts.max_rules:
-            raise LimitError(f"the grammar needs more than {self.opts.max_rules} rules", limit="max_rules", value=self.opts.max_rules)
+            raise LimitError(
+                f"the grammar needs more than {self.opts.max_rules} rules", limit="max_rules", value=self.opts.max_rules
+            )
         return name
 
     def define(self, hint: str, body: ir.Node) -> ir.Ref:

@@ -96,7 +96,11 @@ def _object_accepts(rec: ObjectC, value: dict, ctx: Any, depth: int) -> bool:
 
 
 def number_value_accepted(s: Schema, f: Any) -> bool:
-    return any((f in a.values) if isinstance(a, NumValues) else number_accepts(a, f) for a in s.number if isinstance(a, (NumValues, NumberC)))
+    return any(
+        (f in a.values) if isinstance(a, NumValues) else number_accepts(a, f)
+        for a in s.number
+        if isinstance(a, (NumValues, NumberC))
+    )
 
 
 def finite_members(s: Schema, limit: int = 256) -> list[Any] | None:
@@ -119,7 +123,9 @@ def finite_members(s: Schema, limit: int = 256) -> list[Any] | None:
             return None
         out.extend(sorted(a.values))
     for arr in s.array:
-        if not (isinstance(arr.items, NeverH) and arr.min_items == len(arr.prefix) == arr.max_items and not arr.contains):
+        if not (
+            isinstance(arr.items, NeverH) and arr.min_items == len(arr.prefix) == arr.max_items and not arr.contains
+        ):
             return None
         if not all(isinstance(h, ConstH) for h in arr.prefix):
             return None
@@ -128,7 +134,11 @@ def finite_members(s: Schema, limit: int = 256) -> list[Any] | None:
         if len(obj.policies) != 1 or obj.names or obj.dep_required or obj.dep_schemas or obj.witnesses:
             return None
         pol = obj.policies[0]
-        if pol.patterns or not isinstance(pol.additional, NeverH) or not all(isinstance(h, ConstH) for _, h in pol.props):
+        if (
+            pol.patterns
+            or not isinstance(pol.additional, NeverH)
+            or not all(isinstance(h, ConstH) for _, h in pol.props)
+        ):
             return None
         if obj.required != frozenset(k for k, _ in pol.props) or obj.min_props or obj.max_props is not None:
             return None

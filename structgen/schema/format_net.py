@@ -146,5 +146,3 @@ def uuid() -> ir.Node:
     for p in parts[1:]:
         out.extend([ir.lit("-"), p])
     return ir.seq(*out)
-
-

@@ -94,7 +94,17 @@ def iri_reference() -> ir.Node:
 def uri_template() -> ir.Node:
     """RFC 6570 ``URI-Template``."""
     literal = ir.alt(
-        cc((0x21, 0x21), (0x23, 0x24), (0x26, 0x3B), (0x3D, 0x3D), (0x3F, 0x5B), (0x5D, 0x5D), (0x5F, 0x5F), (0x61, 0x7A), (0x7E, 0x7E)),
+        cc(
+            (0x21, 0x21),
+            (0x23, 0x24),
+            (0x26, 0x3B),
+            (0x3D, 0x3D),
+            (0x3F, 0x5B),
+            (0x5D, 0x5D),
+            (0x5F, 0x5F),
+            (0x61, 0x7A),
+            (0x7E, 0x7E),
+        ),
         UCSCHAR,
         IPRIVATE,
         _PCT,
@@ -123,5 +133,3 @@ def relative_json_pointer() -> ir.Node:
     """``non-negative-integer ( "#" / json-pointer )``."""
     integer = ir.alt(ir.lit("0"), ir.seq(cc(("1", "9")), ir.star(DIGIT)))
     return ir.seq(integer, ir.alt(ir.lit("#"), json_pointer()))
-
-

@@ -42,7 +42,16 @@ from ..grammar.lowering import register_encoded
 from .digit_ranges import hex_digit, int_range_fixed
 
 #: Characters with a two-character escape, and the letter that follows the backslash.
-SHORT_ESCAPES: dict[int, str] = {0x22: '"', 0x5C: "\\", 0x2F: "/", 0x08: "b", 0x0C: "f", 0x0A: "n", 0x0D: "r", 0x09: "t"}
+SHORT_ESCAPES: dict[int, str] = {
+    0x22: '"',
+    0x5C: "\\",
+    0x2F: "/",
+    0x08: "b",
+    0x0C: "f",
+    0x0A: "n",
+    0x0D: "r",
+    0x09: "t",
+}
 
 #: Characters JSON allows unescaped inside a string.
 RAW_ALLOWED: ir.Ranges = ir.subtract_ranges(((0x20, ir.MAX_CODEPOINT),), ((0x22, 0x22), (0x5C, 0x5C), ir.SURROGATES))
@@ -195,10 +204,7 @@ def _rebuilds_to_itself(n: ir.Node, new: list[ir.Node]) -> bool:
     assert isinstance(n, ir.Repeat)
     item = n.item
     return not (
-        (isinstance(item, ir.Alt) and not item.items)
-        or n.max == 0
-        or item == ir.EMPTY
-        or (n.min == 1 and n.max == 1)
+        (isinstance(item, ir.Alt) and not item.items) or n.max == 0 or item == ir.EMPTY or (n.min == 1 and n.max == 1)
     )
 
 

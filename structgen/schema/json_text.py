@@ -220,8 +220,10 @@ def string_not_in(
             parts.append(QUOTE)
         for k in kids:
             parts.append(ir.seq(spell_class(((ord(k), ord(k)),), u_rule=u_rule, esc_rule=esc_rule), built[id(t[k])]))
-        others = ir.complement_ranges(tuple((ord(k), ord(k)) for k in kids), ir.MAX_CODEPOINT) if kids else (
-            (0, ir.MAX_CODEPOINT),
+        others = (
+            ir.complement_ranges(tuple((ord(k), ord(k)) for k in kids), ir.MAX_CODEPOINT)
+            if kids
+            else ((0, ir.MAX_CODEPOINT),)
         )
         parts.append(ir.seq(spell_class(others, u_rule=u_rule, esc_rule=esc_rule), rest))
         node = ir.alt(*parts)

@@ -45,9 +45,25 @@ from .model import (
 #: Keywords that never constrain an instance (the specification's annotations and identifiers).
 ANNOTATIONS = frozenset(
     {
-        "title", "description", "default", "examples", "deprecated", "readOnly", "writeOnly",
-        "$comment", "contentEncoding", "contentMediaType", "contentSchema", "$schema", "$vocabulary",
-        "$id", "$anchor", "$dynamicAnchor", "$recursiveAnchor", "$defs", "definitions",
+        "title",
+        "description",
+        "default",
+        "examples",
+        "deprecated",
+        "readOnly",
+        "writeOnly",
+        "$comment",
+        "contentEncoding",
+        "contentMediaType",
+        "contentSchema",
+        "$schema",
+        "$vocabulary",
+        "$id",
+        "$anchor",
+        "$dynamicAnchor",
+        "$recursiveAnchor",
+        "$defs",
+        "definitions",
     }
 )
 #: Keywords that only act together with another one (read where that one is read).
@@ -60,15 +76,38 @@ NO_EFFECT_ALONE = {
 }
 NUMBER_KEYWORDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
 STRING_KEYWORDS = ("minLength", "maxLength", "pattern", "format")
-ARRAY_KEYWORDS = ("items", "prefixItems", "additionalItems", "minItems", "maxItems", "uniqueItems", "contains", "minContains", "maxContains")
+ARRAY_KEYWORDS = (
+    "items",
+    "prefixItems",
+    "additionalItems",
+    "minItems",
+    "maxItems",
+    "uniqueItems",
+    "contains",
+    "minContains",
+    "maxContains",
+)
 OBJECT_KEYWORDS = (
-    "properties", "patternProperties", "additionalProperties", "required", "minProperties", "maxProperties",
-    "propertyNames", "dependentRequired", "dependentSchemas", "dependencies",
+    "properties",
+    "patternProperties",
+    "additionalProperties",
+    "required",
+    "minProperties",
+    "maxProperties",
+    "propertyNames",
+    "dependentRequired",
+    "dependentSchemas",
+    "dependencies",
 )
 APPLICATORS = ("$ref", "$dynamicRef", "$recursiveRef", "allOf", "anyOf", "oneOf", "not", "if")
 OTHER = ("type", "enum", "const", "unevaluatedProperties", "unevaluatedItems")
 
-KNOWN = frozenset(NUMBER_KEYWORDS + STRING_KEYWORDS + ARRAY_KEYWORDS + OBJECT_KEYWORDS + APPLICATORS + OTHER) | ANNOTATIONS | frozenset(NO_EFFECT_ALONE) | {"id"}
+KNOWN = (
+    frozenset(NUMBER_KEYWORDS + STRING_KEYWORDS + ARRAY_KEYWORDS + OBJECT_KEYWORDS + APPLICATORS + OTHER)
+    | ANNOTATIONS
+    | frozenset(NO_EFFECT_ALONE)
+    | {"id"}
+)
 
 _TYPES = ("null", "boolean", "object", "array", "number", "string", "integer")
 _KNOWN_META = re.compile(r"^https?://json-schema\.org/(draft-0[3-7]/schema|draft/(2019-09|2020-12)/schema)#?$")

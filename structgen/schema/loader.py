@@ -28,8 +28,18 @@ DEFAULT_BASE = "https://structgen.invalid/schema.json"
 
 #: Keywords whose value is one subschema.
 SCHEMA_KEYWORDS = (
-    "additionalProperties", "additionalItems", "items", "not", "if", "then", "else", "contains",
-    "propertyNames", "unevaluatedProperties", "unevaluatedItems", "contentSchema",
+    "additionalProperties",
+    "additionalItems",
+    "items",
+    "not",
+    "if",
+    "then",
+    "else",
+    "contains",
+    "propertyNames",
+    "unevaluatedProperties",
+    "unevaluatedItems",
+    "contentSchema",
 )
 #: Keywords whose value is an array of subschemas.
 SCHEMA_ARRAY_KEYWORDS = ("allOf", "anyOf", "oneOf", "prefixItems", "items")
@@ -55,7 +65,9 @@ def parse_schema_input(schema: Any, options: SchemaOptions) -> Any:
     """JSON text, bytes or Python data to Python data; checks size and nesting first."""
     if isinstance(schema, (bytes, bytearray)):
         if len(schema) > options.max_schema_bytes:
-            raise LimitError(f"schema text is {len(schema)} bytes", limit="max_schema_bytes", value=options.max_schema_bytes)
+            raise LimitError(
+                f"schema text is {len(schema)} bytes", limit="max_schema_bytes", value=options.max_schema_bytes
+            )
         try:
             schema = bytes(schema).decode("utf-8")
         except UnicodeDecodeError as e:
@@ -240,10 +252,14 @@ class Document:
         else:
             key = (uri, fragment)
             if key not in self.anchors:
-                raise SchemaError(f"reference {ref!r}: no anchor {fragment!r}", keyword=keyword, pointer=pointer_text(where))
+                raise SchemaError(
+                    f"reference {ref!r}: no anchor {fragment!r}", keyword=keyword, pointer=pointer_text(where)
+                )
             target = self.anchors[key]
         if not isinstance(self.at(target), (dict, bool)):
-            raise SchemaError(f"reference {ref!r} does not point to a schema", keyword=keyword, pointer=pointer_text(where))
+            raise SchemaError(
+                f"reference {ref!r} does not point to a schema", keyword=keyword, pointer=pointer_text(where)
+            )
         return target
 
 

@@ -17,8 +17,8 @@ All classes are immutable and hashable; hashes of handles are computed once.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import cached_property
 from fractions import Fraction
+from functools import cached_property
 from typing import Any, Union
 
 from .jsonvalue import Canon

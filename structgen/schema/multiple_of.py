@@ -104,7 +104,9 @@ def multiple_dfa(modulus: int, scale: int) -> DFA:
             k = 0 if kind == "dot" else key[2]
             if k < scale:
                 for digit in range(10):
-                    trans.append((ord("0") + digit, ord("0") + digit, state(("frac", (r * 10 + digit) % modulus, k + 1))))
+                    trans.append(
+                        (ord("0") + digit, ord("0") + digit, state(("frac", (r * 10 + digit) % modulus, k + 1)))
+                    )
             else:
                 trans.append((ord("0"), ord("0"), state(("frac", r, k))))
         trans.sort()

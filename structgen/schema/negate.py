@@ -154,7 +154,9 @@ def _object(alt: ObjectC, ctx: Any) -> tuple:
     if alt.max_props is not None:
         out.append(ObjectC(min_props=alt.max_props + 1, ptr=alt.ptr))
     for names, patterns, v in alt.witnesses:  # every such key has a value outside v
-        policy = KeyPolicy(tuple((k, TRUE) for k in sorted(names)), tuple((p, TRUE) for p, _ in patterns), not_of(v, alt.ptr), alt.ptr)
+        policy = KeyPolicy(
+            tuple((k, TRUE) for k in sorted(names)), tuple((p, TRUE) for p, _ in patterns), not_of(v, alt.ptr), alt.ptr
+        )
         out.append(ObjectC((policy,), ptr=alt.ptr))
     for a, bs in alt.dep_required:
         for b in bs:
@@ -187,10 +189,26 @@ def complement(s: Schema, ctx: Any, within: Schema | None = None) -> Schema:
     if s.is_empty():
         return Schema()
     w = within if within is not None else Schema()
-    number = (_and_all([_number(a) for a in s.number], intersect_number, ctx) if s.number else _FULL_NUMBER) if w.number else ()
-    string = (_and_all([_string(a) for a in s.string], intersect_string, ctx) if s.string else _FULL_STRING) if w.string else ()
-    array = (_and_all([_array(a, ctx) for a in s.array], intersect_array, ctx) if s.array else _FULL_ARRAY) if w.array else ()
-    obj = (_and_all([_object(a, ctx) for a in s.object], intersect_object, ctx) if s.object else _FULL_OBJECT) if w.object else ()
+    number = (
+        (_and_all([_number(a) for a in s.number], intersect_number, ctx) if s.number else _FULL_NUMBER)
+        if w.number
+        else ()
+    )
+    string = (
+        (_and_all([_string(a) for a in s.string], intersect_string, ctx) if s.string else _FULL_STRING)
+        if w.string
+        else ()
+    )
+    array = (
+        (_and_all([_array(a, ctx) for a in s.array], intersect_array, ctx) if s.array else _FULL_ARRAY)
+        if w.array
+        else ()
+    )
+    obj = (
+        (_and_all([_object(a, ctx) for a in s.object], intersect_object, ctx) if s.object else _FULL_OBJECT)
+        if w.object
+        else ()
+    )
     return Schema(
         not s.null,
         frozenset((False, True)) - s.boolean,

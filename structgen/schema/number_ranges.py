@@ -36,7 +36,9 @@ _FRACTION_ANY = ir.opt(ir.seq(ir.lit("."), _SOME_DIGITS))
 EXPONENT_ANY = ir.seq(cc("eE"), ir.opt(cc("+-")), _SOME_DIGITS)
 
 #: Every JSON spelling of zero.
-ZERO_ANY = ir.seq(ir.opt(ir.lit("-")), ir.lit("0"), ir.opt(ir.seq(ir.lit("."), ir.plus(ir.lit("0")))), ir.opt(EXPONENT_ANY))
+ZERO_ANY = ir.seq(
+    ir.opt(ir.lit("-")), ir.lit("0"), ir.opt(ir.seq(ir.lit("."), ir.plus(ir.lit("0")))), ir.opt(EXPONENT_ANY)
+)
 #: Every JSON spelling of a positive number (no sign).
 POSITIVE_ANY = ir.seq(
     ir.alt(
@@ -78,9 +80,7 @@ def _frac_ge(d: str, strict: bool) -> _Fraction:
         if strict:
             return _Fraction([ir.seq(_ZEROS, _NONZERO, _ANY_DIGITS)])
         return _Fraction([_SOME_DIGITS], True)
-    alts = [
-        ir.seq(ir.lit(d[:i]), _digit_range(int(d[i]) + 1, 9), _ANY_DIGITS) for i in range(len(d)) if d[i] != "9"
-    ]
+    alts = [ir.seq(ir.lit(d[:i]), _digit_range(int(d[i]) + 1, 9), _ANY_DIGITS) for i in range(len(d)) if d[i] != "9"]
     alts.append(ir.seq(ir.lit(d), _ZEROS, _NONZERO, _ANY_DIGITS) if strict else ir.seq(ir.lit(d), _ANY_DIGITS))
     return _Fraction(alts)
 

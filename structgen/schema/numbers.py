@@ -130,10 +130,16 @@ def integer_node(
         lo = hi = None
         if lower is not None:
             v, strict = lower
-            lo = int(v.to_integral_value(rounding="ROUND_FLOOR")) + 1 if strict or v != v.to_integral_value() else int(v)
+            lo = (
+                int(v.to_integral_value(rounding="ROUND_FLOOR")) + 1 if strict or v != v.to_integral_value() else int(v)
+            )
         if upper is not None:
             v, strict = upper
-            hi = int(v.to_integral_value(rounding="ROUND_CEILING")) - 1 if strict or v != v.to_integral_value() else int(v)
+            hi = (
+                int(v.to_integral_value(rounding="ROUND_CEILING")) - 1
+                if strict or v != v.to_integral_value()
+                else int(v)
+            )
         if lo is not None and hi is not None and lo > hi:
             return _empty(f"no integer satisfies {lower_kw} and {upper_kw}", upper_kw, pointer, allow_empty)
         modulus = 1
@@ -209,7 +215,9 @@ def _automaton(
     try:
         built = _automaton_rules(key, ranged, modulus, scale)
     except LimitError as exc:
-        raise SchemaError(f"multipleOf with these bounds is too large to enforce: {exc}", keyword="multipleOf", pointer=pointer) from exc
+        raise SchemaError(
+            f"multipleOf with these bounds is too large to enforce: {exc}", keyword="multipleOf", pointer=pointer
+        ) from exc
     if built is None:
         return _empty("no number between the bounds is a multiple of multipleOf", "multipleOf", pointer, allow_empty)
     node, new_rules = built
@@ -223,7 +231,9 @@ _AUTOMATA: dict[tuple, tuple[ir.Node, dict[str, ir.Node]] | None] = {}
 _MAX_AUTOMATA = 256
 
 
-def _automaton_rules(key: tuple, ranged: ir.Node, modulus: int, scale: int) -> tuple[ir.Node, dict[str, ir.Node]] | None:
+def _automaton_rules(
+    key: tuple, ranged: ir.Node, modulus: int, scale: int
+) -> tuple[ir.Node, dict[str, ir.Node]] | None:
     """The start node and rules of ``ranged`` ∩ multiples, or None if that is empty; LimitError if too large."""
     full_key = (repr(key), modulus, scale)  # repr: Decimal("1.0") == Decimal("1"), but the rule names differ
     if full_key in _AUTOMATA:

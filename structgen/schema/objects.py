@@ -28,7 +28,6 @@ from .json_text import string_literal, string_not_in
 from .model import FALSE, TRUE, Handle, KeyPolicy, ObjectC, StringC, StrValues, all_of
 from .objkeys import key_verdict, listed_keys
 
-
 #: Keys not named in ``properties`` (required-only, from dependencies, from a finite
 #: ``propertyNames``) are accepted in any order when there are at most this many.
 BAG_LIMIT = 8
@@ -119,7 +118,9 @@ def expand_witnesses(em: Any, rec: ObjectC) -> list[ObjectC]:
         matches = [ctx.pattern_matches(p, ptr, k) for p, ptr in patterns]
         if any(m is None or m for m in matches):
             continue
-        present = intersect_object(replace(rec, witnesses=()), ObjectC((KeyPolicy(((k, v),)),), frozenset((k,)), (k,)), ctx)
+        present = intersect_object(
+            replace(rec, witnesses=()), ObjectC((KeyPolicy(((k, v),)),), frozenset((k,)), (k,)), ctx
+        )
         if present is not None:
             out.append(present)
     return out
@@ -128,8 +129,7 @@ def expand_witnesses(em: Any, rec: ObjectC) -> list[ObjectC]:
 def object_node(em: Any, rec: ObjectC, depth: Any, owner: str) -> ir.Node:
     alts = [w for a in expand_dependencies(em, rec) for w in expand_witnesses(em, a)]
     refs = [
-        em.keyed_rule(("object", a, depth), owner + "-obj", lambda name, a=a: _build(em, a, depth, name))
-        for a in alts
+        em.keyed_rule(("object", a, depth), owner + "-obj", lambda name, a=a: _build(em, a, depth, name)) for a in alts
     ]
     return ir.alt(*refs)
 
@@ -181,7 +181,13 @@ def _extra_classes(em: Any, rec: ObjectC, listed: list[str], names: Any, depth: 
     if pats and len({v for _, v in cells}) == 1:
         live = [(frozenset(), cells[0][1])]
         pats = []
-    base = string_not_in(listed, char=em.string_char, u_rule=em.u_escape, esc_rule=em.short_escape, define=lambda n: em.define("key-rest", n))
+    base = string_not_in(
+        listed,
+        char=em.string_char,
+        u_rule=em.u_escape,
+        esc_rule=em.short_escape,
+        define=lambda n: em.define("key-rest", n),
+    )
     names_node = None
     if names is not None:
         names_node = ir.alt(*(em.string_alt(a) for a in names.string))
@@ -258,7 +264,10 @@ def _witness_entry(em: Any, rec: ObjectC, listed: list[str], names_keys: Any, de
     if ctx.normalize(value).is_empty():
         return ir.NOTHING
     key: ir.Node = string_not_in(
-        sorted(set(listed) | names), char=em.string_char, u_rule=em.u_escape, esc_rule=em.short_escape,
+        sorted(set(listed) | names),
+        char=em.string_char,
+        u_rule=em.u_escape,
+        esc_rule=em.short_escape,
         define=lambda n: em.define("key-rest", n),
     )
     for p, ptr in patterns:
@@ -288,7 +297,9 @@ class _Counter:
         return lo, (None if self.hi is None else self.hi - c)
 
 
-def _extras_tail(em: Any, extras: list[ir.Node], counter: _Counter, c: int, depth: Any, witness: ir.Node | None = None) -> ir.Node:
+def _extras_tail(
+    em: Any, extras: list[ir.Node], counter: _Counter, c: int, depth: Any, witness: ir.Node | None = None
+) -> ir.Node:
     lay = em.layout
     if witness is not None:  # at least one witness among the other keys (counts are not tracked here)
         x = (extras[0] if len(extras) == 1 else em.shared("entry", ir.alt(*extras))) if extras else ir.NOTHING
@@ -329,7 +340,9 @@ def _in_order(
     states = (n + 1) * (counter.cap + 1)
     if states > em.opts.max_count_states:
         raise LimitError(
-            f"object at {rec.ptr or '#'} needs {states} states", limit="max_count_states", value=em.opts.max_count_states
+            f"object at {rec.ptr or '#'} needs {states} states",
+            limit="max_count_states",
+            value=em.opts.max_count_states,
         )
     lay = em.layout
     machine = _BagMachine(em, rec, bag, extras, counter, depth, name) if bag else None

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .model import TRUE, Handle, KeyPolicy, ObjectC, all_of
+from .model import Handle, KeyPolicy, ObjectC, all_of
 
 
 def policy_verdict(policy: KeyPolicy, key: str, ctx: Any) -> Handle:

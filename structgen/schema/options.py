@@ -95,7 +95,9 @@ class SchemaOptions:
 
 def _check_choice(name: str, value: object, allowed: tuple[str, ...]) -> None:
     if value not in allowed:
-        raise SchemaError(f"option {name} must be one of {', '.join(allowed)} (got {value!r})", keyword=None, pointer="")
+        raise SchemaError(
+            f"option {name} must be one of {', '.join(allowed)} (got {value!r})", keyword=None, pointer=""
+        )
 
 
 _NAMES = frozenset(f.name for f in fields(SchemaOptions))

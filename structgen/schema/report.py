@@ -53,9 +53,8 @@ class EnforceabilityReport:
     def __str__(self) -> str:
         if self.error is not None:
             return f"schema error: {self.error}"
-        head = (
-            f"{len(self.enforced)} enforced, {len(self.refused)} refused, {len(self.ignored)} ignored"
-            + (" - enforceable" if self.enforceable else " - NOT enforceable as is")
+        head = f"{len(self.enforced)} enforced, {len(self.refused)} refused, {len(self.ignored)} ignored" + (
+            " - enforceable" if self.enforceable else " - NOT enforceable as is"
         )
         order = {"refused": 0, "enforced": 1, "ignored": 2}
         lines = [str(e) for e in sorted(self.entries, key=lambda e: (order[e.status], e.pointer, e.keyword))]

@@ -20,7 +20,12 @@ from .strings import string_node as _string_node
 
 
 def string_node(
-    *, min_length: int = 0, max_length: int | None = None, pattern: str | None = None, format: str | None = None, pointer: str = ""
+    *,
+    min_length: int = 0,
+    max_length: int | None = None,
+    pattern: str | None = None,
+    format: str | None = None,
+    pointer: str = "",
 ) -> ir.Node:
     return _string_node(
         min_length=min_length, max_length=max_length, pattern=pattern, format=format, pointer=pointer, allow_empty=True

@@ -93,7 +93,9 @@ def string_chars(
         body = ir.Intersection(body, ir.repeat(ir.ANY_CHAR, lo, hi))
     if (len(languages) > 1 or isinstance(body, ir.Intersection)) and _proved_empty(body):
         keywords = " and ".join(kw for _n, kw in languages)
-        return _empty(f"no string satisfies {keywords} together with the length bounds", languages[-1][1], pointer, allow_empty)
+        return _empty(
+            f"no string satisfies {keywords} together with the length bounds", languages[-1][1], pointer, allow_empty
+        )
     return body
 
 
@@ -178,7 +180,10 @@ def length_bounds(node: ir.Node) -> tuple[int, int | None]:
         elif isinstance(n, ir.Seq):
             r = (sum(a for a, _b in sub), None if any(b is None for _a, b in sub) else sum(b for _a, b in sub))  # type: ignore[misc]
         elif isinstance(n, ir.Alt):
-            r = (min((a for a, _b in sub), default=0), None if any(b is None for _a, b in sub) else max((b for _a, b in sub), default=0))  # type: ignore[type-var]
+            r = (
+                min((a for a, _b in sub), default=0),
+                None if any(b is None for _a, b in sub) else max((b for _a, b in sub), default=0),
+            )  # type: ignore[type-var]
         elif isinstance(n, ir.Repeat):
             a, b = sub[0]
             r = (a * n.min, None if (n.max is None and b != 0) or b is None else b * (n.max or 0))

@@ -39,7 +39,9 @@ class SchemaCompilation:
         return not self.dropped
 
 
-def _emit(doc: Document, opts: SchemaOptions, *, pretty_depths: bool, recursive: frozenset[Handle]) -> tuple[Compiler, Emitter, str]:
+def _emit(
+    doc: Document, opts: SchemaOptions, *, pretty_depths: bool, recursive: frozenset[Handle]
+) -> tuple[Compiler, Emitter, str]:
     ctx = Compiler(doc, opts)
     em = Emitter(ctx, pretty_depths=pretty_depths, recursive=recursive)
     start = em.handle_rule(Loc(()), 0).name
@@ -54,7 +56,9 @@ def compile_schema(schema: Any, options: SchemaOptions | None = None, **kwargs: 
         return _compile(schema, opts)
     except RecursionError:  # a safety net: depth is bounded by limits checked before recursing
         raise LimitError(
-            "the schema nests too deeply for this Python stack", limit="max_applicator_depth", value=opts.max_applicator_depth
+            "the schema nests too deeply for this Python stack",
+            limit="max_applicator_depth",
+            value=opts.max_applicator_depth,
         ) from None
 
 
@@ -65,7 +69,9 @@ def _compile(schema: Any, opts: SchemaOptions) -> SchemaCompilation:
     if pretty:
         _, em1, start1 = _emit(doc, opts.with_(whitespace="compact"), pretty_depths=False, recursive=frozenset())
         rules1 = {k: v for k, v in em1.rules.items()}
-        rec_names = Grammar(rules1, start1, limits=GrammarLimits(max_rules=10**9)).recursive_rules() if rules1 else frozenset()
+        rec_names = (
+            Grammar(rules1, start1, limits=GrammarLimits(max_rules=10**9)).recursive_rules() if rules1 else frozenset()
+        )
         recursive = frozenset(em1.name_handle[n] for n in rec_names if n in em1.name_handle)
     ctx, em, start = _emit(doc, opts, pretty_depths=pretty, recursive=recursive)
     rules = trim(em.rules, start)

@@ -14,10 +14,11 @@ from ..grammar import ir
 from .options import SchemaOptions
 
 
-
 def flexible_gap(max_indent: int) -> ir.Node:
     """Empty, one space, or a newline (after an optional CR) and at most ``max_indent`` blanks."""
-    newline = ir.seq(ir.opt(ir.lit("\r")), ir.lit("\n"), ir.repeat(ir.CharClass(((0x09, 0x09), (0x20, 0x20))), 0, max_indent))
+    newline = ir.seq(
+        ir.opt(ir.lit("\r")), ir.lit("\n"), ir.repeat(ir.CharClass(((0x09, 0x09), (0x20, 0x20))), 0, max_indent)
+    )
     return ir.alt(ir.EMPTY, ir.lit(" "), newline)
 
 

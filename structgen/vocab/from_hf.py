@@ -174,7 +174,9 @@ def load_hf_vocab(
         for tid, tok in decoder.items():
             added[int(tid)] = (str(getattr(tok, "content", tok)), bool(getattr(tok, "special", False)))
     else:
-        raise VocabError(f"from_hf expects a transformers tokenizer or a tokenizers.Tokenizer, not {type(tokenizer).__name__}")
+        raise VocabError(
+            f"from_hf expects a transformers tokenizer or a tokenizers.Tokenizer, not {type(tokenizer).__name__}"
+        )
 
     if not vocab_map:
         raise VocabError("the tokenizer has an empty vocabulary")

@@ -81,9 +81,7 @@ def load_llama_cpp_vocab(llm: Any, *, user_defined: str = "auto") -> Vocab:
             # alphabet; it is nobody's intended text, so it is never allowed (as in from_gguf).
             continue
         tokens[i] = piece
-        if attr & user_def and (
-            user_defined == "special" or (user_defined == "auto" and looks_like_marker(piece))
-        ):
+        if attr & user_def and (user_defined == "special" or (user_defined == "auto" and looks_like_marker(piece))):
             special.append(i)
     width = int(llm.n_vocab()) if hasattr(llm, "n_vocab") else n
     name = ""

@@ -165,9 +165,7 @@ class Vocab:
         (see :mod:`structgen.vocab.from_hf`)."""
         from .from_hf import load_hf_vocab
 
-        return load_hf_vocab(
-            tokenizer, eos_token_ids=eos_token_ids, logit_width=logit_width, user_defined=user_defined
-        )
+        return load_hf_vocab(tokenizer, eos_token_ids=eos_token_ids, logit_width=logit_width, user_defined=user_defined)
 
     @classmethod
     def from_llama_cpp(cls, llm: Any, *, user_defined: str = "auto") -> Vocab:
