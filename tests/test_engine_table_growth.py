@@ -5,11 +5,10 @@ exactly full used to fail with an IndexError (met by the benchmark on tool_call,
 from __future__ import annotations
 
 import numpy as np
+from engine_support import greedy_tokens, load_vocab, reference_mask
 
 from structgen import Grammar
 from structgen.engine import Constraint
-
-from engine_support import greedy_tokens, load_vocab, reference_mask
 
 
 def _fill_table_exactly(c: Constraint) -> None:

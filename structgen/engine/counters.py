@@ -263,8 +263,12 @@ def filter_words(base: CountedBase, head: CountedHead, width: int) -> np.ndarray
     lo, big = filter_bounds(base, head)
     lo32, big32 = np.int32(lo), np.int32(big)
     s, lv = base.stay_units, base.leave_units
-    stay = _part_words(base, "stay", base.stay_ids, s, s.searchsorted(np.int32(0), "left"), s.searchsorted(big32, "right"), width)
-    leave = _part_words(base, "leave", base.leave_ids, lv, lv.searchsorted(lo32, "left"), lv.searchsorted(big32, "right"), width)
+    stay = _part_words(
+        base, "stay", base.stay_ids, s, s.searchsorted(np.int32(0), "left"), s.searchsorted(big32, "right"), width
+    )
+    leave = _part_words(
+        base, "leave", base.leave_ids, lv, lv.searchsorted(lo32, "left"), lv.searchsorted(big32, "right"), width
+    )
     return np.bitwise_or(stay, leave)
 
 
