@@ -30,7 +30,10 @@ def json_grammar() -> Grammar:
         ir.star(
             ir.alt(
                 ir.CharClass(((0, 31), (34, 34), (92, 92)), negated=True),
-                ir.seq(L("\\"), ir.alt(ir.char('"', "\\", "/", "b", "f", "n", "r", "t"), ir.seq(L("u"), ir.Repeat(hexd, 4, 4)))),
+                ir.seq(
+                    L("\\"),
+                    ir.alt(ir.char('"', "\\", "/", "b", "f", "n", "r", "t"), ir.seq(L("u"), ir.Repeat(hexd, 4, 4))),
+                ),
             )
         ),
         L('"'),
@@ -45,9 +48,13 @@ def json_grammar() -> Grammar:
     rules = {
         "root": ir.seq(ws, A("value"), ws),
         "value": ir.alt(A("object"), A("array"), A("string"), A("number"), L("true"), L("false"), L("null")),
-        "object": ir.seq(L("{"), ws, ir.opt(ir.seq(A("member"), ir.star(ir.seq(ws, L(","), ws, A("member"))))), ws, L("}")),
+        "object": ir.seq(
+            L("{"), ws, ir.opt(ir.seq(A("member"), ir.star(ir.seq(ws, L(","), ws, A("member"))))), ws, L("}")
+        ),
         "member": ir.seq(A("string"), ws, L(":"), ws, A("value")),
-        "array": ir.seq(L("["), ws, ir.opt(ir.seq(A("value"), ir.star(ir.seq(ws, L(","), ws, A("value"))))), ws, L("]")),
+        "array": ir.seq(
+            L("["), ws, ir.opt(ir.seq(A("value"), ir.star(ir.seq(ws, L(","), ws, A("value"))))), ws, L("]")
+        ),
         "string": string,
         "number": number,
     }
@@ -61,8 +68,25 @@ def person_grammar() -> Grammar:
     role = ir.alt(L('"admin"'), L('"user"'), L('"guest"'))
     sp = ir.opt(L(" "))
     body = ir.seq(
-        L("{"), L('"name":'), sp, name, L(","), sp, L('"age":'), sp, age, L(","), sp, L('"role":'), sp, role,
-        ir.opt(ir.seq(L(","), sp, L('"tags":'), sp, L("["), ir.opt(ir.seq(name, ir.star(ir.seq(L(","), sp, name)))), L("]"))),
+        L("{"),
+        L('"name":'),
+        sp,
+        name,
+        L(","),
+        sp,
+        L('"age":'),
+        sp,
+        age,
+        L(","),
+        sp,
+        L('"role":'),
+        sp,
+        role,
+        ir.opt(
+            ir.seq(
+                L(","), sp, L('"tags":'), sp, L("["), ir.opt(ir.seq(name, ir.star(ir.seq(L(","), sp, name)))), L("]")
+            )
+        ),
         L("}"),
     )
     return Grammar({"root": body}, "root")
@@ -113,7 +137,7 @@ def greedy_tokens(vocab, text: bytes) -> list[int]:  # type: ignore[no-untyped-d
                 pos += n
                 break
         else:
-            raise AssertionError(f"cannot tokenize {text[pos:pos + 8]!r}")
+            raise AssertionError(f"cannot tokenize {text[pos : pos + 8]!r}")
     return out
 
 

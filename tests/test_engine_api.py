@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from engine_support import greedy_tokens, json_grammar, load_vocab, person_grammar, token_grammar
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine_support import greedy_tokens, json_grammar, load_vocab, person_grammar, token_grammar
 from structgen import ConstraintError, Grammar, GrammarError, VocabError
 from structgen.engine import Constraint, allocate_bitmask, apply_mask_numpy, fill_bitmasks
 from structgen.grammar import ir

@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from engine_support import greedy_tokens, load_vocab
 
 from structgen import Grammar
 from structgen.engine import Constraint
 from structgen.grammar import ir
-
-from engine_support import greedy_tokens, load_vocab
 
 L = ir.lit
 

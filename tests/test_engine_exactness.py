@@ -7,9 +7,6 @@ import json
 
 import numpy as np
 import pytest
-
-from structgen.engine import Constraint
-
 from engine_support import (
     greedy_tokens,
     json_grammar,
@@ -19,8 +16,10 @@ from engine_support import (
     reference_mask,
 )
 
+from structgen.engine import Constraint
+
 JSON_DOC = json.dumps(
-    {"name": "Zoë \"Z\" Ünal", "n": -12.5e3, "ok": [True, False, None], "nested": {"k": ["a\\b", 7]}},
+    {"name": 'Zoë "Z" Ünal', "n": -12.5e3, "ok": [True, False, None], "nested": {"k": ["a\\b", 7]}},
     ensure_ascii=False,
 )
 PERSON_DOC = '{"name": "Ann Lee", "age": 42, "role": "admin", "tags": ["x", "long name"]}'
@@ -55,7 +54,13 @@ SLOW = pytest.mark.slow
 
 
 @pytest.mark.parametrize(
-    "vocab_name", ["llama-spm", pytest.param("llama-bpe", marks=SLOW), pytest.param("qwen2", marks=SLOW), pytest.param("gemma3", marks=SLOW)]
+    "vocab_name",
+    [
+        "llama-spm",
+        pytest.param("llama-bpe", marks=SLOW),
+        pytest.param("qwen2", marks=SLOW),
+        pytest.param("gemma3", marks=SLOW),
+    ],
 )
 def test_json_any_value(vocab_name: str) -> None:
     vocab = load_vocab(vocab_name)
@@ -121,7 +126,10 @@ def test_counted_strings_with_escapes() -> None:
 
     vocab = load_vocab("llama-bpe")
     plain = ir.CharClass(((0, 31), (34, 34), (92, 92)), negated=True)
-    escape = ir.seq(ir.lit("\\"), ir.alt(ir.char('"', "\\", "n", "t"), ir.seq(ir.lit("u"), ir.Repeat(ir.char((48, 57), (97, 102)), 4, 4))))
+    escape = ir.seq(
+        ir.lit("\\"),
+        ir.alt(ir.char('"', "\\", "n", "t"), ir.seq(ir.lit("u"), ir.Repeat(ir.char((48, 57), (97, 102)), 4, 4))),
+    )
     unit = ir.alt(plain, escape)
     g = Grammar(
         {
@@ -141,9 +149,7 @@ def test_counted_pattern_strings() -> None:
     vocab = load_vocab("llama-spm")
     plain = ir.CharClass(((0, 31), (34, 34), (92, 92)), negated=True)
     word = ir.plus(ir.char((97, 122), (48, 57), " "))
-    g = Grammar(
-        {"root": ir.seq(ir.lit('["'), ir.Intersection(word, ir.Repeat(plain, 3, 20)), ir.lit('"]'))}
-    )
+    g = Grammar({"root": ir.seq(ir.lit('["'), ir.Intersection(word, ir.Repeat(plain, 3, 20)), ir.lit('"]'))})
     assert _check(g, vocab, '["hello world 42"]', every=1) > 4
 
 
@@ -180,6 +186,12 @@ def test_number_before_an_intersection() -> None:
     vocab = load_vocab("llama-spm")
     digits = ir.char((48, 57))
     g = Grammar(
-        {"root": ir.seq(ir.plus(digits), ir.star(digits), ir.Intersection(ir.plus(ir.char((97, 122))), ir.Repeat(ir.ANY_CHAR, 1, 3)))}
+        {
+            "root": ir.seq(
+                ir.plus(digits),
+                ir.star(digits),
+                ir.Intersection(ir.plus(ir.char((97, 122))), ir.Repeat(ir.ANY_CHAR, 1, 3)),
+            )
+        }
     )
     assert _check(g, vocab, "12ab", every=1) > 2

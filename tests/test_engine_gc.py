@@ -7,9 +7,9 @@ from __future__ import annotations
 import gc
 import json
 
-from structgen.engine import Constraint
-
 from engine_support import greedy_tokens, json_grammar, load_vocab
+
+from structgen.engine import Constraint
 
 DOC = json.dumps({"name": "Zoë", "tags": ["a", "b c"], "n": [1.5, -2, True, None], "o": {"k": {"x": "y"}}})
 

@@ -9,13 +9,12 @@ import json
 
 import numpy as np
 import pytest
+from engine_support import greedy_tokens, json_grammar, load_vocab, person_grammar, reference_mask
 
 from structgen.engine import Constraint
 from structgen.engine import table as table_mod
 
-from engine_support import greedy_tokens, json_grammar, load_vocab, person_grammar, reference_mask
-
-DOC = json.dumps({"name": "Zoë \"Z\"", "n": [-1.5e3, 0, True], "o": {"k": "a\\b"}}, ensure_ascii=False)
+DOC = json.dumps({"name": 'Zoë "Z"', "n": [-1.5e3, 0, True], "o": {"k": "a\\b"}}, ensure_ascii=False)
 PERSON = '{"name": "Ann", "age": 42, "role": "admin", "tags": ["x", "y z"]}'
 
 #: (live nodes below which a level runs in Python, children below which they are stepped in

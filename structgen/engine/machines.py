@@ -294,7 +294,7 @@ def _refuse_left_recursion(store: TermStore, m: Machines) -> None:
                 path.pop()
                 continue
             if state.get(nxt) == 1:
-                cycle = path[path.index(nxt):] + [nxt]
+                cycle = path[path.index(nxt) :] + [nxt]
                 names = " -> ".join(m.names[i] for i in cycle)
                 raise GrammarError(
                     f"left recursion ({names}) is not supported by the mask engine; rewrite it with repetition",

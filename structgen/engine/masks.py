@@ -66,9 +66,7 @@ def apply_mask_torch(logits: Any, allowed: Any) -> Any:
     width = logits.shape[-1]
     if isinstance(allowed, np.ndarray):
         if allowed.dtype == np.int32:
-            allowed = (
-                unpack(allowed, width) if allowed.ndim == 1 else np.stack([unpack(r, width) for r in allowed])
-            )
+            allowed = unpack(allowed, width) if allowed.ndim == 1 else np.stack([unpack(r, width) for r in allowed])
         allowed = torch.from_numpy(np.ascontiguousarray(allowed))
     elif allowed.dtype == torch.int32:
         bits = torch.arange(32, device=allowed.device, dtype=torch.int32)
