@@ -130,6 +130,29 @@ class Orderer:
                 if k in instance:
                     self._visit(ptr + ("dependentSchemas", k), instance, out, depth + 1)
 
+    def _listed_names(self, ptr: tuple) -> list[str]:
+        """The names a finite ``propertyNames`` (``enum``/``const``, through ``$ref``s) allows,
+        sorted: the translator writes more than a few such keys in that order."""
+        parent = self.doc.at(ptr)
+        if not isinstance(parent, dict) or "propertyNames" not in parent:
+            return []
+        at = ptr + ("propertyNames",)
+        node = parent["propertyNames"]
+        for _ in range(8):
+            if not isinstance(node, dict):
+                return []
+            if "enum" in node or "const" in node or not isinstance(node.get("$ref"), str):
+                break
+            try:
+                at = self.doc.resolve(node["$ref"], at)
+                node = self.doc.at(at)
+            except Exception:  # noqa: BLE001 - a helper: when in doubt, add nothing
+                return []
+        if not isinstance(node, dict):
+            return []
+        values = node["enum"] if isinstance(node.get("enum"), list) else [node.get("const")]
+        return sorted({v for v in values if isinstance(v, str)})
+
     def reorder(self, instance: Any, ptrs: list[tuple] | None = None, depth: int = 0) -> Any:
         if ptrs is None:
             ptrs = [()]
@@ -175,6 +198,8 @@ class Orderer:
             req = self.doc.at(p).get("required")
             if isinstance(req, list):
                 order.extend(k for k in req if isinstance(k, str))
+        for p in applicable:
+            order.extend(self._listed_names(p))
         seen: dict[str, None] = {}
         for k in order:
             if k in instance:
