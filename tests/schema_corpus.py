@@ -102,12 +102,16 @@ class Orderer:
         node = self.doc.at(ptr)
         if not isinstance(node, dict):
             return
-        out.append(ptr)
+        ref_alone = self.doc.draft in ("draft-03", "draft-04", "draft-06", "draft-07")
+        if not (ref_alone and isinstance(node.get("$ref"), str)):  # there, siblings of $ref are ignored
+            out.append(ptr)
         if isinstance(node.get("$ref"), str):
             try:
                 self._visit(self.doc.resolve(node["$ref"], ptr), instance, out, depth + 1)
             except Exception:  # noqa: BLE001
                 pass
+            if ref_alone:
+                return
         for i, _ in enumerate(node.get("allOf", []) if isinstance(node.get("allOf"), list) else []):
             self._visit(ptr + ("allOf", i), instance, out, depth + 1)
         for kw in ("anyOf", "oneOf"):
@@ -117,7 +121,7 @@ class Orderer:
                     if self._valid(ptr + (kw, i), instance):
                         self._visit(ptr + (kw, i), instance, out, depth + 1)
                         break
-        if "if" in node:
+        if "if" in node and self.doc.draft not in ("draft-03", "draft-04", "draft-06"):
             if self._valid(ptr + ("if",), instance):
                 self._visit(ptr + ("if",), instance, out, depth + 1)
                 if "then" in node:
