@@ -102,12 +102,16 @@ class Orderer:
         node = self.doc.at(ptr)
         if not isinstance(node, dict):
             return
-        out.append(ptr)
+        ref_alone = self.doc.draft in ("draft-03", "draft-04", "draft-06", "draft-07")
+        if not (ref_alone and isinstance(node.get("$ref"), str)):  # there, siblings of $ref are ignored
+            out.append(ptr)
         if isinstance(node.get("$ref"), str):
             try:
                 self._visit(self.doc.resolve(node["$ref"], ptr), instance, out, depth + 1)
             except Exception:  # noqa: BLE001
                 pass
+            if ref_alone:
+                return
         for i, _ in enumerate(node.get("allOf", []) if isinstance(node.get("allOf"), list) else []):
             self._visit(ptr + ("allOf", i), instance, out, depth + 1)
         for kw in ("anyOf", "oneOf"):
@@ -117,7 +121,7 @@ class Orderer:
                     if self._valid(ptr + (kw, i), instance):
                         self._visit(ptr + (kw, i), instance, out, depth + 1)
                         break
-        if "if" in node:
+        if "if" in node and self.doc.draft not in ("draft-03", "draft-04", "draft-06"):
             if self._valid(ptr + ("if",), instance):
                 self._visit(ptr + ("if",), instance, out, depth + 1)
                 if "then" in node:
@@ -129,6 +133,29 @@ class Orderer:
             for k in deps:
                 if k in instance:
                     self._visit(ptr + ("dependentSchemas", k), instance, out, depth + 1)
+
+    def _listed_names(self, ptr: tuple) -> list[str]:
+        """The names a finite ``propertyNames`` (``enum``/``const``, through ``$ref``s) allows,
+        sorted: the translator writes more than a few such keys in that order."""
+        parent = self.doc.at(ptr)
+        if not isinstance(parent, dict) or "propertyNames" not in parent:
+            return []
+        at = ptr + ("propertyNames",)
+        node = parent["propertyNames"]
+        for _ in range(8):
+            if not isinstance(node, dict):
+                return []
+            if "enum" in node or "const" in node or not isinstance(node.get("$ref"), str):
+                break
+            try:
+                at = self.doc.resolve(node["$ref"], at)
+                node = self.doc.at(at)
+            except Exception:  # noqa: BLE001 - a helper: when in doubt, add nothing
+                return []
+        if not isinstance(node, dict):
+            return []
+        values = node["enum"] if isinstance(node.get("enum"), list) else [node.get("const")]
+        return sorted({v for v in values if isinstance(v, str)})
 
     def reorder(self, instance: Any, ptrs: list[tuple] | None = None, depth: int = 0) -> Any:
         if ptrs is None:
@@ -175,6 +202,8 @@ class Orderer:
             req = self.doc.at(p).get("required")
             if isinstance(req, list):
                 order.extend(k for k in req if isinstance(k, str))
+        for p in applicable:
+            order.extend(self._listed_names(p))
         seen: dict[str, None] = {}
         for k in order:
             if k in instance:

@@ -310,6 +310,33 @@ def test_draft07_forms() -> None:
     check(schema, [{"a": "x"}], [{"a": 1}])
 
 
+def test_ref_siblings_ignored_before_2019_09() -> None:
+    """Draft-07 and earlier ignore every keyword next to ``$ref`` (MaskBench Github_hard---o13693,
+    Github_hard---o38538, Github_medium---o14421, JsonSchemaStore---briefcase-schema,
+    JsonSchemaStore---drupal-libraries, WashingtonPost---wp_105_Normalized)."""
+    for draft in ("draft-04", "draft-06", "draft-07"):
+        schema = {
+            "$schema": f"http://json-schema.org/{draft}/schema#",
+            "definitions": {"o": {"type": "object", "properties": {"a": {"type": "integer"}}}},
+            "properties": {
+                "x": {"$ref": "#/definitions/o", "additionalProperties": False, "required": ["b"]},
+                "y": {"$ref": "#/definitions/o", "type": "string"},
+            },
+        }
+        check(schema, [{"x": {"a": 1, "c": 2}}, {"x": {}}, {"y": {"a": 1}}], [{"x": {"a": "s"}}, {"y": "s"}])
+
+
+def test_later_keywords_ignored_in_early_drafts() -> None:
+    """``if``/``then``/``else`` are draft-07 keywords, ``const``/``contains``/``propertyNames``
+    draft-06 ones: earlier documents ignore them (MaskBench Github_medium---o3385, o39097)."""
+    conditional = {"if": {"properties": {"t": {"enum": ["a"]}}}, "then": {"required": ["z"]}}
+    for draft in ("draft-04", "draft-06"):
+        check({"$schema": f"http://json-schema.org/{draft}/schema#", **conditional}, [{"t": "a"}], [])
+    check({"$schema": "http://json-schema.org/draft-07/schema#", **conditional}, [{"t": "a", "z": 1}], [{"t": "a"}])
+    draft04 = {"$schema": "http://json-schema.org/draft-04/schema#", "type": "object"}
+    check({**draft04, "properties": {"k": {"const": 1}}, "propertyNames": {"enum": ["k"]}}, [{"k": 2, "j": 1}], [])
+
+
 def test_draft04_exclusive_bounds() -> None:
     schema = {
         "$schema": "http://json-schema.org/draft-04/schema#",

@@ -134,6 +134,23 @@ def test_maskbench_full(entries: list[tuple[str, dict]]) -> None:
     _report(counts, notes, "maskbench_full")
 
 
+
+def test_orderer_sorts_finite_property_names() -> None:
+    """More than a few keys from a finite ``propertyNames`` are written in name order
+    (MaskBench Github_medium---o90904, Github_hard---o39233): the Orderer must agree."""
+    names = ["N", "NE", "E", "SE", "S", "SW", "W", "NW", "C"]
+    schema = {
+        "definitions": {"direction": {"enum": names}},
+        "type": "object",
+        "additionalProperties": {"type": "string"},
+        "propertyNames": {"$ref": "#/definitions/direction"},
+    }
+    instance = {"S": "a", "E": "b", "N": "c"}
+    reordered = Orderer(schema).reorder(instance)
+    assert list(reordered) == ["E", "N", "S"]
+    assert json_schema_to_grammar(schema).matches(json.dumps(reordered))
+
+
 if __name__ == "__main__":  # pragma: no cover
     import sys
 

@@ -343,3 +343,38 @@ def test_multiple_of_property(q, lo, hi, integer: bool, texts: list[str]) -> Non
         ok = in_bounds(Decimal(text), kw)
         form = INTEGER_FORM if integer else PLAIN
         assert g.matches(text) == (ok and bool(form.fullmatch(text))), (kw, integer, text)
+
+
+# -- draft-04 integers: a zero fraction is no integer there (MaskBench Github_easy---o24544) ---------------
+
+DRAFT_04 = "http://json-schema.org/draft-04/schema#"
+
+
+@pytest.mark.parametrize("meta", [DRAFT_04, "http://json-schema.org/draft-03/schema#"])
+@pytest.mark.parametrize(
+    "extra", [{}, {"minimum": 3, "maximum": 20000}, {"multipleOf": 5}, {"multipleOf": 10}, {"multipleOf": 3}]
+)
+def test_draft04_integer_has_no_zero_fraction(meta: str, extra: dict) -> None:
+    g = Grammar.from_json_schema({"$schema": meta, "type": "integer", **extra})
+    assert g.matches("12345") == (12345 % extra.get("multipleOf", 1) == 0)
+    for text in ("12345.0", "30.00", "-0.0", "0.0"):
+        assert not g.matches(text), text
+
+
+def test_draft04_integer_agrees_with_jsonschema() -> None:
+    import jsonschema
+
+    schema = {"$schema": DRAFT_04, "type": "object", "properties": {"id": {"type": "integer"}}}
+    g = Grammar.from_json_schema(schema)
+    for text in ('{"id":12345}', '{"id":12345.0}', '{"id":-0}', '{"id":1.50}'):
+        expected = jsonschema.Draft4Validator(schema).is_valid(json.loads(text))
+        assert g.matches(text) == expected, text
+
+
+def test_later_drafts_keep_zero_fraction_integers() -> None:
+    for meta in ("http://json-schema.org/draft-06/schema#", "http://json-schema.org/draft-07/schema#", None):
+        schema: dict = {"type": "integer", "multipleOf": 3}
+        if meta:
+            schema["$schema"] = meta
+        g = Grammar.from_json_schema(schema)
+        assert g.matches("12.0") and g.matches("12") and not g.matches("13.0")

@@ -186,6 +186,11 @@ class Emitter:
             cached = self._node_cache[key] = self._number_alt(alt)
         return cached
 
+    @property
+    def _zero_fraction_integers(self) -> bool:
+        """Whether ``1.0`` is an integer: not in draft-04 and draft-03 (a mathematical integer from draft-06 on)."""
+        return getattr(getattr(self.ctx, "doc", None), "draft", None) not in ("draft-04", "draft-03")
+
     def _number_alt(self, alt: NumberC) -> ir.Node:
         aux: dict[str, ir.Node] = {}
         try:
@@ -195,11 +200,11 @@ class Emitter:
                     keyword="multipleOf",
                     pointer=alt.ptr,
                 )
-            node = number_record_node(alt, aux)
+            node = number_record_node(alt, aux, zero_fraction=self._zero_fraction_integers)
         except SchemaError as e:
             self.ctx.refuse_error(e)
             aux = {}
-            node = number_record_node(NumberC(integer=alt.integer), aux)
+            node = number_record_node(NumberC(integer=alt.integer), aux, zero_fraction=self._zero_fraction_integers)
         if alt.non_integer:
             node = ir.Intersection(self.shared("number", node), self.shared("non-integer", NON_INTEGER))
         for rule_name, body in aux.items():  # named after the constraint: equal ones are shared

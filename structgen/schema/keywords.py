@@ -535,6 +535,7 @@ def normalize_object(ctx: Any, ptr: tuple, node: Any) -> Schema:
     meta = node.get("$schema")
     if meta is not None and not (isinstance(meta, str) and _KNOWN_META.match(meta)):
         ctx.refuse("$schema", p, f"unknown meta-schema {meta!r}: the vocabularies it enables are unknown")
+    node = _as_in_draft(ctx, p, node)
     parts: list[Schema] = []
     if "type" in node:
         parts.append(_type_schema(node, ptr))
@@ -609,6 +610,31 @@ def normalize_object(ctx: Any, ptr: tuple, node: Any) -> Schema:
     if result.is_empty() and parts and not any(s.is_empty() for s in parts):
         ctx.note_empty(_first_constraint(node), p)
     return result
+
+
+#: Keywords a draft does not define yet (its validators ignore them as unknown).
+_NOT_YET = {
+    "draft-03": frozenset({"const", "contains", "propertyNames", "if", "then", "else"}),
+    "draft-04": frozenset({"const", "contains", "propertyNames", "if", "then", "else"}),
+    "draft-06": frozenset({"if", "then", "else"}),
+}
+#: Drafts in which every keyword next to ``$ref`` is ignored.
+_REF_ALONE = ("draft-03", "draft-04", "draft-06", "draft-07")
+
+
+def _as_in_draft(ctx: Any, p: str, node: dict) -> dict:
+    """``node`` without the keywords its document's draft ignores: before 2019-09 the siblings
+    of ``$ref``, and keywords later drafts introduced."""
+    draft = getattr(getattr(ctx, "doc", None), "draft", "2020-12")
+    if draft in _REF_ALONE and isinstance(node.get("$ref"), str):
+        ignored = [k for k in node if k != "$ref" and k in KNOWN and k not in ANNOTATIONS]
+        for kw in ignored:
+            ctx.note_ignored(p, kw, f"next to $ref (ignored in {draft})")
+        return {k: v for k, v in node.items() if k not in ignored}
+    unknown = _NOT_YET.get(draft, frozenset()) & node.keys()
+    for kw in unknown:
+        ctx.note_ignored(p, kw, f"not a {draft} keyword")
+    return {k: v for k, v in node.items() if k not in unknown} if unknown else node
 
 
 def _first_constraint(node: dict) -> str:

@@ -35,9 +35,10 @@ def decompose(q: Decimal) -> tuple[int, int]:
     return c, e
 
 
-def power_of_ten_texts(e: int, *, integer_only: bool) -> ir.Node:
-    """Plain decimal texts (any sign) whose value is a multiple of ``10**e``."""
-    zero_fraction = ir.opt(ir.seq(ir.lit("."), ir.plus(ir.lit("0"))))
+def power_of_ten_texts(e: int, *, integer_only: bool, zero_fraction_allowed: bool = True) -> ir.Node:
+    """Plain decimal texts (any sign) whose value is a multiple of ``10**e``; with
+    ``zero_fraction_allowed`` false (draft-04 integers), whole texts without a fraction only."""
+    zero_fraction = ir.opt(ir.seq(ir.lit("."), ir.plus(ir.lit("0")))) if zero_fraction_allowed else ir.EMPTY
     if e > 0:
         whole = ir.alt(ir.lit("0"), ir.seq(cc(("1", "9")), ir.star(DIGIT), ir.lit("0" * e)))
         return ir.seq(ir.opt(ir.lit("-")), whole, zero_fraction)

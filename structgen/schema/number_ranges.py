@@ -261,8 +261,9 @@ def number_in_range(lower: Bound | None, upper: Bound | None, *, plain_only: boo
     return ir.alt(*parts)
 
 
-def integer_in_range(lo: int | None, hi: int | None) -> ir.Node:
-    """Integer texts ``-?(0|[1-9][0-9]*)`` with an optional zero fraction ``.0+``, value in ``lo..hi``."""
+def integer_in_range(lo: int | None, hi: int | None, *, zero_fraction: bool = True) -> ir.Node:
+    """Integer texts ``-?(0|[1-9][0-9]*)`` with an optional zero fraction ``.0+`` (unless
+    ``zero_fraction`` is false: draft-04 counts ``1.0`` as no integer), value in ``lo..hi``."""
     if lo is not None and hi is not None and lo > hi:
         return ir.NOTHING
     parts: list[ir.Node] = []
@@ -275,4 +276,6 @@ def integer_in_range(lo: int | None, hi: int | None) -> ir.Node:
         parts.append(ir.seq(ir.lit("-"), natural_range(mag_lo, mag_hi)))
     if (lo is None or lo <= 0) and (hi is None or hi >= 0):
         parts.append(ir.lit("-0"))
+    if not zero_fraction:
+        return ir.alt(*parts)
     return ir.seq(ir.alt(*parts), ir.opt(ir.seq(ir.lit("."), ir.plus(ir.lit("0")))))

@@ -8,7 +8,8 @@ it was written as, ``repr(0.1)``; pass :class:`decimal.Decimal` values to skip f
 Number forms accepted (JSON writes one value many ways; some ways make bounds non-regular):
 
 * ``integer``: ``-?(0|[1-9][0-9]*)`` and the same with a zero fraction (``1.0``, ``-2.00``),
-  which JSON Schema counts as integers. Departure: exponent forms (``1e2``, ``1.5E+1``) are
+  which JSON Schema counts as integers from draft-06 on (``zero_fraction=False`` for draft-04
+  and draft-03, where they are not integers). Departure: exponent forms (``1e2``, ``1.5E+1``) are
   rejected.
 * ``number`` with no bound on a side of zero: every JSON spelling on that side.
 * ``number`` with a bound on that side: plain decimals and normalised scientific notation
@@ -122,8 +123,10 @@ def integer_node(
     *,
     rules: Rules | None = None,
     allow_empty: bool = False,
+    zero_fraction: bool = True,
 ) -> ir.Node:
-    """JSON texts of integers satisfying the keywords (see the module docstring for the forms)."""
+    """JSON texts of integers satisfying the keywords (see the module docstring for the forms);
+    ``zero_fraction=False`` leaves out ``1.0`` forms (draft-04 and draft-03 count them as no integer)."""
     with localcontext() as ctx:
         ctx.prec = 3 * MAX_DIGITS
         lower, upper, lower_kw, upper_kw = _bounds(minimum, maximum, exclusive_minimum, exclusive_maximum, pointer)
@@ -150,14 +153,15 @@ def integer_node(
             last = None if hi is None else (hi // modulus) * modulus
             if first is not None and last is not None and first > last:
                 return _empty(f"no multiple of {multiple_of} between the bounds", "multipleOf", pointer, allow_empty)
-        ranged = integer_in_range(lo, hi)
+        ranged = integer_in_range(lo, hi, zero_fraction=zero_fraction)
         if modulus == 1:
             return ranged
         c, e = decompose(Decimal(modulus))
         if c == 1:
-            multiples = power_of_ten_texts(e, integer_only=True)
+            multiples = power_of_ten_texts(e, integer_only=True, zero_fraction_allowed=zero_fraction)
             return multiples if lo is None and hi is None else ir.Intersection(ranged, multiples)
-        return _automaton(("integer", lo, hi, modulus), ranged, modulus, 0, pointer, rules, allow_empty)
+        key = ("integer", lo, hi, modulus) if zero_fraction else ("integer-plain", lo, hi, modulus)
+        return _automaton(key, ranged, modulus, 0, pointer, rules, allow_empty)
 
 
 def number_node(

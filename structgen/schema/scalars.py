@@ -36,14 +36,14 @@ def _py(f: Fraction | None) -> Any:
     return None if f is None else fraction_to_python(f)
 
 
-def number_record_node(rec: NumberC, rules: dict[str, ir.Node]) -> ir.Node:
+def number_record_node(rec: NumberC, rules: dict[str, ir.Node], *, zero_fraction: bool = True) -> ir.Node:
     """The token node of a number record (bounds already normalised by the algebra).
 
-    ``multipleOf`` may need auxiliary (right-linear) rules; they are added to ``rules``."""
+    ``multipleOf`` may need auxiliary (right-linear) rules; they are added to ``rules``.
+    ``zero_fraction`` false: integers without ``.0`` forms (draft-04 and draft-03)."""
     lo, lo_ex = rec.lo if rec.lo is not None else (None, False)
     hi, hi_ex = rec.hi if rec.hi is not None else (None, False)
-    fn = integer_node if rec.integer else number_node
-    return fn(
+    keywords: dict[str, Any] = dict(
         minimum=_py(lo) if not lo_ex else None,
         exclusive_minimum=_py(lo) if lo_ex else None,
         maximum=_py(hi) if not hi_ex else None,
@@ -53,3 +53,6 @@ def number_record_node(rec: NumberC, rules: dict[str, ir.Node]) -> ir.Node:
         rules=rules,
         allow_empty=True,
     )
+    if rec.integer:
+        return integer_node(**keywords, zero_fraction=zero_fraction)
+    return number_node(**keywords)
