@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import codecs
 import functools
-import inspect
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -36,7 +35,6 @@ from .output_types import OutputSpec, resolve_output
 from .sampling import Sampler, SamplingOptions
 
 #: Whether the engine offers budget masks (``State.mask_words(budget=k)``).
-ENGINE_HAS_BUDGET = "budget" in inspect.signature(State.mask_words).parameters
 
 DEFAULT_MAX_TOKENS = 512
 
@@ -304,7 +302,7 @@ class _Decoder:
         self.stop_ids = np.asarray(sorted(opts.stop_token_ids - set(self.eos.tolist())), dtype=np.int64)
         if self.stop_ids.size and (self.stop_ids.min() < 0 or self.stop_ids.max() >= self.width):
             raise StructgenError(f"stop_token_ids must be in [0, {self.width})")
-        self.budget_masks = opts.on_max_tokens == "close" and ENGINE_HAS_BUDGET
+        self.budget_masks = opts.on_max_tokens == "close"
         self.stats = GenerationStats(prompt_tokens=len(self.prompt_ids))
         self.sampler = Sampler(opts.sampling, opts.seed)
         self.tokens: list[int] = []
@@ -564,4 +562,4 @@ class _Decoder:
 
 def describe_engine() -> dict[str, bool]:
     """Engine capabilities :func:`generate` depends on (for diagnostics and tests)."""
-    return {"budget_masks": ENGINE_HAS_BUDGET, "shortest_completion": hasattr(State, "shortest_completion")}
+    return {"budget_masks": True, "shortest_completion": True}

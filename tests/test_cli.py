@@ -18,11 +18,6 @@ SCHEMA = {
 }
 
 
-def needs(module: str) -> None:
-    if importlib.util.find_spec(module) is None:
-        pytest.skip(f"{module} is not merged yet")
-
-
 @pytest.fixture
 def schema_file(tmp_path):
     p = tmp_path / "schema.json"
@@ -40,7 +35,6 @@ def test_first_failure_finds_the_byte():
 
 
 def test_check_reports_line_and_column(schema_file, tmp_path, capsys):
-    needs("structgen.schema")
     good = tmp_path / "good.json"
     good.write_text('{"name": "x", "tags": ["a"]}')
     assert main(["check", str(schema_file), str(good)]) == 0
@@ -54,7 +48,6 @@ def test_check_reports_line_and_column(schema_file, tmp_path, capsys):
 
 
 def test_check_incomplete_text(schema_file, tmp_path, capsys):
-    needs("structgen.schema")
     cut = tmp_path / "cut.json"
     cut.write_text('{"name": "x"')
     assert main(["check", str(schema_file), str(cut)]) == 1
@@ -62,16 +55,12 @@ def test_check_incomplete_text(schema_file, tmp_path, capsys):
 
 
 def test_compile_prints_gbnf(schema_file, capsys):
-    needs("structgen.schema")
-    needs("structgen.grammar.gbnf")
     assert main(["compile", str(schema_file), "--quiet"]) == 0
     text = capsys.readouterr().out
     assert Grammar.from_gbnf(text).matches('{"name":"x","tags":[]}')
 
 
 def test_compile_prints_glrm(schema_file, capsys):
-    needs("structgen.schema")
-    needs("structgen.grammar.glrm")
     assert main(["compile", str(schema_file), "--format", "glrm", "-q"]) == 0
     assert "start" in capsys.readouterr().out
 
@@ -88,7 +77,6 @@ def test_errors_exit_2(tmp_path, capsys):
 
 @pytest.mark.model
 def test_generate_prints_validated_json(schema_file, capsys):
-    needs("structgen.schema")
     from structgen.models import find_model
 
     path = find_model("smollm2")

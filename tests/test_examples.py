@@ -23,11 +23,6 @@ def load(name: str):
     return module
 
 
-def needs_reader(module: str) -> None:
-    if importlib.util.find_spec(f"structgen.grammar.{module}") is None:
-        pytest.skip(f"the {module.upper()} reader (structgen.grammar.{module}) is not merged yet")
-
-
 def test_quickstart(smollm2_llama, capsys):
     person = load("quickstart").main(smollm2_llama)
     assert isinstance(person, BaseModel) and 0 <= person.age <= 120
@@ -54,12 +49,10 @@ def test_agent_tools(smollm2_llama):
 
 
 def test_gbnf_grammar(smollm2_llama):
-    needs_reader("gbnf")
     text = load("gbnf_grammar").main(smollm2_llama)
     assert text.split(":")[0] in ("yes", "no") and text.endswith(".")
 
 
 def test_glrm_grammar(smollm2_llama):
-    needs_reader("glrm")
     program = load("glrm_grammar").main(smollm2_llama)
     assert program.startswith("move ") and program.endswith(";")

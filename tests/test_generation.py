@@ -12,7 +12,7 @@ from generation_support import EOS, ScriptedRuntime, byte_vocab
 
 from structgen import GenerationError, Grammar, LimitError, StructgenError, VocabError
 from structgen.constraint_cache import constraint_for
-from structgen.generate import ENGINE_HAS_BUDGET, generate, generate_result, stream
+from structgen.generate import generate, generate_result, stream
 from structgen.grammar import ir
 from structgen.integrations import PrefixLogitsRuntime
 from structgen.sampling import Sampler, SamplingOptions
@@ -167,16 +167,10 @@ def test_nothing_fits_raises_with_empty_partial_text(vocab):
     g = Grammar({"root": ir.Repeat(ir.char("a"), 20, 20)})
     with pytest.raises(GenerationError) as e:
         generate(ScriptedRuntime(vocab, "a" * 20), g, "p", max_tokens=5)
-    if ENGINE_HAS_BUDGET:
-        assert e.value.partial_text == ""
+    assert e.value.partial_text == ""
 
 
 def test_budget_closes_unbounded_output_within_max_tokens(vocab):
-    if not ENGINE_HAS_BUDGET:
-        pytest.fail(
-            "the engine has no token budget yet: State.mask_words(budget=k) is needed for outputs that "
-            "always close within max_tokens (structgen.generate.ENGINE_HAS_BUDGET is False)"
-        )
     g = Grammar(
         {"root": ir.seq(L('["'), ir.star(LOWER), L('"'), ir.star(ir.seq(L(', "'), ir.star(LOWER), L('"'))), L("]"))}
     )

@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import re
 
 import pytest
@@ -398,7 +397,6 @@ def test_grammars_with_greedy_lexemes_mean_the_same_to_glrmask(grammar: Grammar,
 
 # -- the llama.cpp example grammars ----------------------------------------------------------------
 
-HAVE_GBNF = importlib.util.find_spec("structgen.grammar.gbnf") is not None
 LLAMA_SAMPLES = {
     "arithmetic": ["1+2*3= 7\n", "(a + 2) * 3= x\n", "1+2=", "1+", "x=1", "1==2\n"],
     "json": ['{"a": [1, 2.5e3, true, null]}', '{"a" 1}', "[]", '{"a":', '{"\\u00e9": "x"}'],
@@ -412,7 +410,6 @@ LLAMA_SAMPLES = {
 
 
 @needs_glrmask
-@pytest.mark.skipif(not HAVE_GBNF, reason="the GBNF reader (branch gbnf) is not on main yet")
 @pytest.mark.parametrize("name", sorted(LLAMA_SAMPLES))
 def test_llama_cpp_grammars(name: str, corpora) -> None:  # type: ignore[no-untyped-def]
     path = corpora / "llama.cpp" / "grammars" / f"{name}.gbnf"

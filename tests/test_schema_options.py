@@ -17,14 +17,6 @@ OBJ = {
 }
 VALUE = {"a": 1, "b": [True, False]}
 
-try:
-    import structgen.grammar.regex  # noqa: F401
-
-    HAVE_REGEX = True
-except ImportError:  # pragma: no cover
-    HAVE_REGEX = False
-needs_regex = pytest.mark.skipif(not HAVE_REGEX, reason="structgen.grammar.regex is not merged yet")
-
 
 def test_flexible_whitespace_default() -> None:
     g = json_schema_to_grammar(OBJ)
@@ -83,7 +75,6 @@ def test_pretty_whitespace_in_recursive_schema() -> None:
     assert not g.matches(json.dumps(value))
 
 
-@needs_regex
 def test_custom_whitespace_pattern() -> None:
     g = json_schema_to_grammar(OBJ, whitespace_pattern="[ ]{0,2}")
     assert g.matches('{ "a" :  1 }') and not g.matches('{   "a":1}') and not g.matches('{\n"a":1}')

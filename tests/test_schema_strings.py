@@ -28,10 +28,6 @@ def node_count(node: ir.Node) -> int:
     return sum(1 for _ in ir.iter_nodes(node))
 
 
-def needs_regex() -> None:
-    pytest.importorskip("structgen.grammar.regex", reason="the regex reader (branch regex) is not merged yet")
-
-
 # ---------------------------------------------------------------------------------------------
 # escapes
 
@@ -163,7 +159,6 @@ PATTERNS = [
 
 @pytest.mark.parametrize("pattern", PATTERNS)
 def test_pattern_examples(pattern: str) -> None:
-    needs_regex()
     g = grammar(string_node(pattern=pattern))
     for s in [
         "",
@@ -189,7 +184,6 @@ def test_pattern_examples(pattern: str) -> None:
 
 
 def test_pattern_sees_decoded_characters() -> None:
-    needs_regex()
     g = grammar(string_node(pattern='^"\\\\/$'))
     assert g.matches(json.dumps('"\\/')) and g.matches('"\\"\\\\\\/"')
     g = grammar(string_node(pattern="^\\u00e9$"))
@@ -197,7 +191,6 @@ def test_pattern_sees_decoded_characters() -> None:
 
 
 def test_pattern_and_lengths() -> None:
-    needs_regex()
     g = grammar(string_node(pattern="^[a-z]+\\d$", max_length=5))
     assert g.matches('"abc1"') and g.matches('"abcd1"') and not g.matches('"abcde1"')
     with pytest.raises(SchemaError) as info:
@@ -213,7 +206,6 @@ def test_pattern_and_lengths() -> None:
 
 
 def test_bad_pattern_is_a_schema_error() -> None:
-    needs_regex()
     with pytest.raises(SchemaError) as info:
         string_node(pattern="(a", pointer="/p")
     assert info.value.keyword == "pattern" and info.value.pointer == "/p"
@@ -222,7 +214,6 @@ def test_bad_pattern_is_a_schema_error() -> None:
 
 
 def test_pattern_with_length_lowers_to_plain_rules() -> None:
-    needs_regex()
     g = grammar(string_node(pattern="^[a-f0-9]+$", min_length=4, max_length=8))
     lowered = lower_set_operations(g)
     assert not any(
@@ -235,7 +226,6 @@ def test_pattern_with_length_lowers_to_plain_rules() -> None:
 def test_lowered_strings_count_decoded_characters() -> None:
     # the automaton is built over decoded characters: a few states per position, each transition
     # reading one encoded character, however many bytes its escape takes
-    needs_regex()
     g = grammar(string_node(pattern="\\d", max_length=100))
     lowered = lower_set_operations(g)
     assert len(lowered.rules) - len(g.rules) < 250
@@ -252,7 +242,6 @@ def test_lowered_strings_count_decoded_characters() -> None:
     values=st.lists(st.text(st.sampled_from('abcxyz12é😀\n@."\\'), max_size=7), min_size=1, max_size=8),
 )
 def test_lowering_property(pattern: str, lo: int, span: int | None, values: list[str]) -> None:
-    needs_regex()
     hi = None if span is None else lo + span
     node = string_node(pattern=pattern, min_length=lo, max_length=hi, allow_empty=True)
     g = grammar(node)
@@ -293,7 +282,6 @@ def test_length_property(lo: int, span: int | None, values: list[str]) -> None:
 @example(pattern="^\\w+@\\w+$", lo=0, span=None, values=["1@é"])  # ECMA \w is ASCII only
 @example(pattern="^x|y$", lo=0, span=None, values=["y\n"])  # ECMA $ does not match before a final newline
 def test_pattern_and_length_property(pattern: str, lo: int, span: int | None, values: list[str]) -> None:
-    needs_regex()
     hi = None if span is None else lo + span
     node = string_node(pattern=pattern, min_length=lo, max_length=hi, allow_empty=True)
     g = grammar(node)
