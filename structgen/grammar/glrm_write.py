@@ -563,30 +563,7 @@ def _lower_unsafe(grammar: Grammar, writer: _Writer, unsafe: set[ir.Node]) -> Gr
 
 def _mark_exact_set_operations(root: ir.Node, unsafe: set[ir.Node]) -> ir.Node:
     """``root`` with each set operation outside lexemes, except the ``unsafe`` ones, made a
-    ``Lexeme`` (which it equals where it stands). Iterative rebuild."""
-    done: dict[int, ir.Node] = {}
-    stack: list[tuple[ir.Node, bool]] = [(root, False)]
-    while stack:
-        n, expanded = stack.pop()
-        if isinstance(n, (ir.Difference, ir.Intersection)):
-            done[id(n)] = n if n in unsafe else ir.Lexeme(n)
-            continue
-        kids = () if isinstance(n, ir.Lexeme) else n.children()
-        if not kids:
-            done[id(n)] = n
-            continue
-        if not expanded:
-            stack.append((n, True))
-            stack.extend((k, False) for k in kids)
-            continue
-        new = [done[id(k)] for k in kids]
-        if all(a is b for a, b in zip(new, kids)):
-            done[id(n)] = n
-        elif isinstance(n, ir.Seq):
-            done[id(n)] = ir.Seq(tuple(new))
-        elif isinstance(n, ir.Alt):
-            done[id(n)] = ir.Alt(tuple(new))
-        else:
-            assert isinstance(n, ir.Repeat)
-            done[id(n)] = ir.Repeat(new[0], n.min, n.max)
-    return done[id(root)]
+    ``Lexeme`` (which it equals where it stands)."""
+    from .lowering import replace_set_operations
+
+    return replace_set_operations(root, lambda n: n if n in unsafe else ir.Lexeme(n))

@@ -74,7 +74,9 @@ def lower_set_operations(grammar: Grammar, *, max_states: int = DEFAULT_MAX_STAT
 
     # rules a greedy lexeme reaches must stay non-recursive: they keep their set operations
     protected = _reached_from_lexemes(grammar)
-    rules = {name: body if name in protected else _replace_set_ops(body, lower) for name, body in grammar.rules.items()}
+    rules = {
+        name: body if name in protected else replace_set_operations(body, lower) for name, body in grammar.rules.items()
+    }
     rules.update(new_rules)
     return Grammar(rules, grammar.start, externs=grammar.externs)
 
@@ -120,7 +122,7 @@ def _free_prefix(prefix: str, names) -> str:  # type: ignore[no-untyped-def]
     return candidate
 
 
-def _replace_set_ops(node: ir.Node, lower) -> ir.Node:  # type: ignore[no-untyped-def]
+def replace_set_operations(node: ir.Node, lower: Callable[[ir.Node], ir.Node]) -> ir.Node:
     """``node`` rebuilt with each outermost set operation (outside lexemes) replaced by ``lower(op)``."""
     done: dict[int, ir.Node] = {}
     stack: list[tuple[ir.Node, bool]] = [(node, False)]
