@@ -171,14 +171,13 @@ class LlamaCppLogitsProcessor:
 
     def __init__(self, vocab: Any, output_type: Any, *, max_tokens: int | None = None, **schema_options: Any) -> None:
         from ..constraint_cache import constraint_for
-        from ..generate import ENGINE_HAS_BUDGET
         from ..output_types import resolve_output
 
         self.vocab = vocab
         self.spec = resolve_output(output_type, schema_options)
         self.state = constraint_for(self.spec.grammar, vocab).start()
         self.max_tokens = max_tokens
-        self._budget = ENGINE_HAS_BUDGET and max_tokens is not None
+        self._budget = max_tokens is not None
         self._prompt_length: int | None = None
         self._seen = 0
 

@@ -176,7 +176,6 @@ class StructgenLogitsProcessor:
         **schema_options: Any,
     ) -> None:
         from ..constraint_cache import constraint_for
-        from ..generate import ENGINE_HAS_BUDGET
         from ..output_types import resolve_output
         from ..vocab import Vocab
 
@@ -193,7 +192,7 @@ class StructgenLogitsProcessor:
         self.spec = resolve_output(output_type, schema_options)
         self._constraint = constraint_for(self.spec.grammar, self.vocab)
         self.max_new_tokens = max_new_tokens
-        self._budget = ENGINE_HAS_BUDGET and max_new_tokens is not None
+        self._budget = max_new_tokens is not None
         self._states: list[Any] = []
         self._prompt_length: int | None = None
 
