@@ -17,10 +17,12 @@ from glrmask_oracle import TOKEN_BASE, VOCAB_SIZE, Oracle, matcher_verdict
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_glrm import CASES, same_masks
+from test_lowering import ALPHABET, regular_nodes
 
 from structgen import Grammar, GrammarError
 from structgen.grammar import ir
 from structgen.grammar.glrm import glrm_token_bindings, write_glrm
+from structgen.grammar.glrm_analysis import alphabet_bytes, extension_bytes
 from structgen.grammar.glrm_write import _plan
 from structgen.limits import DEFAULT_GRAMMAR_LIMITS, GrammarLimits
 
@@ -491,3 +493,29 @@ def test_round_trip(src: str, cases: dict[str, list]) -> None:
 def test_round_trip_is_exact_for_most_reader_cases() -> None:
     exact = sum(_renamed(Grammar.from_glrm(src)) is not None for _name, src, _cases in ROUND_TRIP)
     assert exact >= 0.85 * len(ROUND_TRIP)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(node=regular_nodes, texts=st.lists(st.text(ALPHABET, max_size=6), min_size=10, max_size=25))
+def test_alphabet_bytes_covers_every_matched_string(node: ir.Node, texts: list[str]) -> None:
+    grammar = Grammar({"root": node}, "root")
+    alphabet = alphabet_bytes(node, grammar.rules)
+    assert extension_bytes(node, grammar.rules) & ~alphabet == 0
+    for text in texts:
+        if grammar.matches(text):
+            assert all(alphabet >> b & 1 for b in text.encode()), (str(node), text)
+
+
+def test_hostname_format_is_one_greedy_terminal_not_24k_rules() -> None:
+    # regression: the hostname intersection (labels & at most 253 characters) was lowered to its
+    # ~24,000-state DFA (1.8 MB of GLRM, half a minute), though only '"' can follow it and '"'
+    # cannot occur in it: GLRM's greedy '&' is exact there
+    from structgen.schema import json_schema_to_grammar
+
+    grammar = json_schema_to_grammar({"type": "string", "format": "hostname"})
+    host = "a" * 63 + "." + "b" * 63
+    text = same_verdicts(
+        grammar, ['"example.com"', f'"{host}"', f'"{host}.{host}.{host}.c"', '"-a"', '"a..b"', '"' + "a" * 64 + '"']
+    )
+    assert " & " in text
+    assert len(text) < 20_000

@@ -134,7 +134,6 @@ def test_maskbench_full(entries: list[tuple[str, dict]]) -> None:
     _report(counts, notes, "maskbench_full")
 
 
-
 def test_orderer_sorts_finite_property_names() -> None:
     """More than a few keys from a finite ``propertyNames`` are written in name order
     (MaskBench Github_medium---o90904, Github_hard---o39233): the Orderer must agree."""

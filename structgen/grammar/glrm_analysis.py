@@ -11,7 +11,9 @@ matters only if a string of its language can be continued into a longer one, so:
   can come first in each rule and which can follow it (the classic LL sets, over bytes).
 * :func:`extension_bytes` finds the bytes that can continue a complete string of a regular
   node into a longer prefix of its language: a greedy terminal is exact wherever none of these
-  bytes can follow it.
+  bytes can follow it. :func:`alphabet_bytes` bounds that set from above in one linear walk
+  (every byte any string of the node can contain), which settles most cases without exploring
+  the node's automaton.
 
 Everything is iterative; nodes nest arbitrarily deep.
 """
@@ -307,6 +309,65 @@ def follow_sets(
         return [(n, after) for n, after, is_ref in walk(name) if not is_ref]
 
     return follow, occurrences
+
+
+def alphabet_bytes(node: ir.Node, rules: Mapping[str, ir.Node]) -> int:
+    """A 256-bit mask holding every byte that occurs in some string of ``node``'s language
+    (maybe more): the union over its leaves, narrowed at each intersection.
+
+    Linear in the size of ``node`` and the rules it reaches; a superset of
+    :func:`extension_bytes`, so a follow set disjoint from it proves a greedy terminal exact.
+    """
+    done: dict[int, int] = {}
+    rule_mask: dict[str, int] = {}
+    stack: list[tuple[ir.Node, bool]] = [(node, False)]
+    while stack:
+        n, expanded = stack.pop()
+        if id(n) in done and not expanded:
+            continue
+        if isinstance(n, ir.Ref):
+            if n.name in rule_mask:
+                done[id(n)] = rule_mask[n.name]
+                continue
+            body = rules.get(n.name)
+            if body is None:
+                done[id(n)] = ALL_BYTES  # an unbound extern: anything
+                continue
+            if not expanded:
+                rule_mask[n.name] = ALL_BYTES  # a cycle back to this rule adds nothing new; stay sound
+                stack.append((n, True))
+                stack.append((body, False))
+                continue
+            rule_mask[n.name] = done[id(n)] = done[id(body)]
+            continue
+        kids = n.children()
+        if not kids:
+            done[id(n)] = _leaf_alphabet(n)
+            continue
+        if not expanded:
+            stack.append((n, True))
+            stack.extend((k, False) for k in kids)
+            continue
+        masks = [done[id(k)] for k in kids]
+        if isinstance(n, ir.Intersection):
+            done[id(n)] = masks[0] & masks[1]
+        elif isinstance(n, ir.Difference):
+            done[id(n)] = masks[0]
+        elif isinstance(n, ir.Repeat) and n.max == 0:
+            done[id(n)] = 0
+        else:
+            done[id(n)] = _or(masks)
+    return done[id(node)]
+
+
+def _leaf_alphabet(n: ir.Node) -> int:
+    if isinstance(n, ir.Literal):
+        return _or(1 << b for b in set(n.data))
+    if isinstance(n, ir.ByteClass):
+        return mask_of_ranges(n.byte_ranges())
+    if isinstance(n, ir.CharClass):
+        return _or(mask_of(lo, hi) for seq in class_sequences(n.codepoints()) for lo, hi in seq)
+    return ALL_BYTES  # token atoms and anything else: no claim
 
 
 def extension_bytes(node: ir.Node, rules: Mapping[str, ir.Node], max_states: int = 5_000) -> int:

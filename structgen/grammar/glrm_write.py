@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 from ..errors import GrammarError, LimitError
 from . import ir
-from .glrm_analysis import ALL_BYTES, Shapes, extension_bytes, follow_sets
+from .glrm_analysis import ALL_BYTES, Shapes, alphabet_bytes, extension_bytes, follow_sets
 from .glrm_lex import KEYWORDS
 from .grammar import Grammar
 
@@ -340,11 +340,14 @@ class _Writer:
         GLRM terminal for ``node`` means exactly ``node`` here)."""
         if self._shapes.of(node).prefix_free:
             return 0
+        follow = self.follow_of(node) & ALL_BYTES
+        if not alphabet_bytes(node, self.g.rules) & follow:
+            return 0  # no byte that may follow can occur in the node at all
         try:
             risky = extension_bytes(node, self.g.rules)
         except LimitError:
             risky = ALL_BYTES
-        return risky & self.follow_of(node) & ALL_BYTES
+        return risky & follow
 
     def open_set_operations(self) -> list[tuple[str, ir.Node]]:
         """(rule, node) for each set operation the nt versions of rules hold outside lexemes."""
