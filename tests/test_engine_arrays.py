@@ -6,7 +6,8 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from structgen.engine.arrays import ranges, unique, unique_inverse
+from structgen.engine.arrays import ranges, stable_order, unique, unique_inverse
+from structgen.engine.counters import UnitCounts, counted_base
 
 
 @given(st.lists(st.integers(-3, 9), max_size=40))
@@ -25,3 +26,24 @@ def test_ranges_concatenates_aranges(pairs: list[tuple[int, int]]) -> None:
     counts = np.asarray([c for _, c in pairs], dtype=np.int64)
     want = np.concatenate([np.arange(s, s + c) for s, c in pairs]) if pairs else np.zeros(0)
     assert np.array_equal(ranges(starts, counts), want)
+
+
+@given(st.lists(st.integers(-(2**31), 2**31 - 1) | st.integers(-3, 300), max_size=60))
+def test_stable_order_is_numpys_stable_argsort(values: list[int]) -> None:
+    a = np.asarray(values, dtype=np.int32)
+    assert np.array_equal(stable_order(a), np.argsort(a, kind="stable"))
+
+
+def test_counted_base_sorts_the_ids_of_a_mask_by_units() -> None:
+    rng = np.random.default_rng(7)
+    stay = rng.integers(-1, 40, size=5000).astype(np.int32)
+    leave = rng.integers(-1, 200, size=5000).astype(np.int32)
+    counts = UnitCounts(stay, leave)
+    ids = np.sort(rng.choice(6000, size=3000, replace=False))  # some beyond the vocabulary
+    base = counted_base(ids, counts)
+    inside = ids[ids < 5000]
+    parts = ((base.stay_ids, base.stay_units, stay), (base.leave_ids, base.leave_units, leave))
+    for got_ids, got_units, units in parts:
+        want = inside[np.argsort(units[inside], kind="stable")]
+        assert np.array_equal(got_ids, want)
+        assert np.array_equal(got_units, units[want])
