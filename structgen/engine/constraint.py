@@ -20,6 +20,7 @@ from ..grammar import ir
 from ..grammar.grammar import Grammar
 from .arrays import unique_inverse
 from .configs import DEAD, ConfigSystem
+from .count_clamp import CountClamp, max_byte_counts_for
 from .counters import (
     CountedBase,
     CountedHead,
@@ -77,6 +78,7 @@ class Constraint:
         self._units: dict[int, UnitCounts | None] = {}
         self._bases: dict[tuple[int, int], CountedBase] = {}
         self._counted_words: dict[tuple[int, int, int, int], np.ndarray] = {}
+        self._clamp = CountClamp(system, lambda: max_byte_counts_for(vocab))
 
     # -- construction ---------------------------------------------------------------------------
 
@@ -156,6 +158,12 @@ class Constraint:
         m = self._masks.get(cid)
         if m is not None:
             return m
+        twin = self._clamp.config(cid)
+        if twin != cid:
+            # large repetition counts one token cannot tell apart: the twin's mask is this one
+            words = self._compute_mask(twin)
+            self._remember_mask(cid, words)
+            return words
         counted = self._counted_base(cid)
         extra = []
         if len(self._eos) and self._system.accepting(cid):
@@ -187,10 +195,13 @@ class Constraint:
                 ids = np.concatenate([ids.astype(np.int64)] + extra)
             words = pack_ids(ids, self._width)
             words.flags.writeable = False
+        self._remember_mask(cid, words)
+        return words
+
+    def _remember_mask(self, cid: int, words: np.ndarray) -> None:
         if len(self._masks) >= self.limits.max_cached_masks:
             self._masks.pop(next(iter(self._masks)))
         self._masks[cid] = words
-        return words
 
     def shortest(self, cid: int) -> int | None:
         """Bytes in the shortest completion from ``cid`` (an upper bound on the tokens it needs)."""

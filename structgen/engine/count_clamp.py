@@ -1,0 +1,223 @@
+"""Large repetition counts that one token cannot tell apart: configurations that share a mask.
+
+``maxItems: 30`` makes the parse configuration inside item 3 differ from the one inside item 4
+(27 items may follow, then 26), so each item would walk the token trie again for the same mask.
+A mask only looks one token ahead, and one token completes few units of a repetition: every
+string of a unit ``x`` contains each of its *required bytes* (bytes that occur in every string of
+``x``), so the units a token completes inside ``x{lo,hi}`` are at most the number of times a
+required byte ``r`` occurs in one token of the vocabulary (``limit(r)``). With
+``B = min over r of limit(r) + 1``, the counts ``lo`` and ``hi`` can be replaced by
+``min(lo, B)`` and ``min(hi, B)`` without changing which tokens are allowed:
+
+* a token that completes ``j < B`` units fits in both (``hi`` and ``min(hi, B)`` are both > ``j``);
+* it may leave the repetition after ``j`` units in one exactly when it may in the other (``lo <= j``
+  and ``min(lo, B) <= j`` agree since ``j < B``);
+* what remains is satisfiable in both, and the end of input is allowed in both or in neither
+  (``lo == 0`` exactly when ``min(lo, B) == 0``).
+
+:class:`CountClamp` rewrites a configuration that way (every stack, every frame; counts inside set
+operations, greedy lexemes and calls are left alone, so their languages do not change), and the
+constraint computes the mask of the clamped configuration instead: one walk for all the counts
+at or above ``B``. Commits still follow the exact configuration. Masks with a token budget
+(:meth:`~structgen.engine.constraint.Constraint.mask_words_within`) depend on the shortest
+completion, which depends on ``lo``: they do not use this.
+
+Measured on Llama 3: ``limit`` is 8 for ``,`` and 4 for ``"`` (128,256 tokens), so every item of
+an array of strings but the last five shares one mask.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .configs import ConfigSystem
+from .terms import ALT_K, AND_K, BYTES_K, DIFF_K, POSS_K, REPEAT_K, SEQ_K, TermStore
+
+if TYPE_CHECKING:
+    from ..vocab import Vocab
+
+BYTE_COUNTS_CACHE_KEY = "engine-max-byte-counts-v1"
+_memory: dict[str, np.ndarray] = {}
+_lock = threading.Lock()
+
+
+def max_byte_counts(buffer: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """``int64[256]``: the most times each byte occurs in one token, for tokens stored back to
+    back in ``buffer`` with the given ``lengths``."""
+    lengths = np.asarray(lengths, dtype=np.int64)
+    total = int(lengths.sum())
+    out = np.zeros(256, dtype=np.int64)
+    if total == 0:
+        return out
+    token = np.repeat(np.arange(lengths.size, dtype=np.int64), lengths)
+    keys = np.sort(token * 256 + np.asarray(buffer[:total], dtype=np.int64))
+    first = np.flatnonzero(np.concatenate([[True], keys[1:] != keys[:-1]]))
+    runs = np.diff(np.append(first, keys.size))
+    np.maximum.at(out, keys[first] & 255, runs)
+    return out
+
+
+def max_byte_counts_for(vocab: Vocab) -> np.ndarray:
+    """:func:`max_byte_counts` of ``vocab``'s text tokens (memory, then disk cache, then built)."""
+    fp = vocab.fingerprint
+    with _lock:
+        found = _memory.get(fp)
+        if found is None:
+            from ..vocab.cache import cached_arrays
+
+            def build() -> dict[str, np.ndarray]:
+                lengths = np.diff(vocab.offsets)
+                keep = np.repeat(np.asarray(vocab.is_text), lengths)
+                start = int(vocab.offsets[0])
+                text = vocab.buffer[start : start + keep.size][keep]
+                return {"counts": max_byte_counts(text, np.where(vocab.is_text, lengths, 0))}
+
+            found = _memory[fp] = cached_arrays(fp, BYTE_COUNTS_CACHE_KEY, build)["counts"]
+        return found
+
+
+class CountClamp:
+    """Per constraint: the clamped twin of each configuration (see the module docstring)."""
+
+    def __init__(self, system: ConfigSystem, byte_limits: Callable[[], np.ndarray]) -> None:
+        self.system = system
+        self.s: TermStore = system.store
+        self._load_limits = byte_limits  # loaded when a count first needs a bound
+        self._limits: list[int] | None = None
+        self._required: dict[int, int] = {}
+        self._bound: dict[int, int | None] = {}
+        self._term: dict[int, int] = {}
+        self._stack: dict[int, int] = {}
+        self._config: dict[int, int] = {}
+
+    # -- facts about terms ----------------------------------------------------------------------
+
+    def required_bytes(self, t: int) -> int:
+        """A 256-bit set of bytes each of which occurs in every string of ``t`` (a subset: calls,
+        lazy rules and token symbols contribute none)."""
+        s, memo = self.s, self._required
+        stack = [(t, False)]
+        while stack:
+            u, ready = stack.pop()
+            if u in memo:
+                continue
+            k = s.kind[u]
+            if k in (SEQ_K, AND_K):
+                kids = [s.a[u], s.b[u]]
+            elif k == ALT_K:
+                kids = list(s.b[u])  # type: ignore[call-overload]
+            elif k in (REPEAT_K, POSS_K, DIFF_K):
+                kids = [s.a[u]]
+            else:
+                kids = []
+            if kids and not ready:
+                stack.append((u, True))
+                stack.extend((c, False) for c in kids if c not in memo)
+                continue
+            if k == BYTES_K:
+                mask = s.b[u]
+                memo[u] = mask if mask & (mask - 1) == 0 else 0  # type: ignore[operator]
+            elif k in (SEQ_K, AND_K):
+                memo[u] = memo[kids[0]] | memo[kids[1]]
+            elif k == ALT_K:
+                out = -1
+                for c in kids:
+                    out &= memo[c]
+                memo[u] = out
+            elif k == REPEAT_K:
+                memo[u] = memo[kids[0]] if s.b[u][0] >= 1 else 0  # type: ignore[index]
+            elif k in (POSS_K, DIFF_K):
+                memo[u] = memo[kids[0]]
+            else:  # EMPTY, NOTHING, SYM, LAZY
+                memo[u] = 0
+        return memo[t]
+
+    def bound(self, unit: int) -> int | None:
+        """``B`` for repetitions of ``unit``: more units than one token can complete (None: no
+        required byte, no bound)."""
+        if unit not in self._bound:
+            required = self.required_bytes(unit)
+            if required and self._limits is None:
+                self._limits = [int(v) for v in self._load_limits()]
+            best: int | None = None
+            while required:
+                low = required & -required
+                limit = self._limits[low.bit_length() - 1] + 1  # type: ignore[index]
+                best = limit if best is None else min(best, limit)
+                required ^= low
+            self._bound[unit] = best
+        return self._bound[unit]
+
+    # -- rewriting ------------------------------------------------------------------------------
+
+    def term(self, t: int) -> int:
+        """``t`` with the counts of its repetitions clamped (outside set operations, lexemes and
+        the units themselves)."""
+        s, memo = self.s, self._term
+        stack = [(t, False)]
+        while stack:
+            u, ready = stack.pop()
+            if u in memo:
+                continue
+            k = s.kind[u]
+            if k == SEQ_K:
+                kids = [s.a[u], s.b[u]]
+            elif k == ALT_K:
+                kids = list(s.b[u])  # type: ignore[call-overload]
+            else:
+                kids = []
+            if kids and not ready:
+                stack.append((u, True))
+                stack.extend((c, False) for c in kids if c not in memo)
+                continue
+            if k == SEQ_K:
+                a, b = memo[kids[0]], memo[kids[1]]
+                memo[u] = u if (a, b) == (kids[0], kids[1]) else s.seq(a, b)
+            elif k == ALT_K:
+                new = [memo[c] for c in kids]
+                memo[u] = u if new == kids else s.alt(new)
+            elif k == REPEAT_K:
+                memo[u] = self._clamp_repeat(u)
+            else:
+                memo[u] = u
+        return memo[t]
+
+    def _clamp_repeat(self, t: int) -> int:
+        lo, hi = self.s.b[t]  # type: ignore[misc]
+        if lo <= 1 and (hi is None or hi <= 1):
+            return t
+        unit = self.s.a[t]
+        limit = self.bound(unit)
+        if limit is None or (lo <= limit and (hi is None or hi <= limit)):
+            return t
+        return self.s.repeat(unit, min(lo, limit), None if hi is None else min(hi, limit))
+
+    def config(self, cid: int) -> int:
+        """The configuration whose mask equals ``cid``'s, with large counts clamped."""
+        found = self._config.get(cid)
+        if found is None:
+            system = self.system
+            stacks = system.configs[cid]
+            new = [self._clamp_stack(sid) for sid in stacks]
+            found = cid if new == list(stacks) else system.config(new)
+            self._config[cid] = found
+        return found
+
+    def _clamp_stack(self, sid: int) -> int:
+        system, memo = self.system, self._stack
+        chain = []
+        u = sid
+        while u >= 0 and u not in memo:
+            chain.append(u)
+            u = system.stack_parent[u]
+        for v in reversed(chain):
+            parent = system.stack_parent[v]
+            new_parent = memo[parent] if parent >= 0 else parent
+            top = system.stack_top[v]
+            new_top = self.term(top)
+            memo[v] = v if (new_parent, new_top) == (parent, top) else system.stack(new_parent, new_top)
+        return memo[sid]

@@ -1,0 +1,107 @@
+"""Configurations whose repetition counts differ only above what one token can complete share a
+mask (count_clamp.py): masks with the clamp equal masks without it at every step, for arrays and
+repeated groups with large ``minItems`` / ``maxItems`` style counts, nested ones, and counts right
+at the bound; and the clamp does not cross set operations."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from engine_support import greedy_tokens, load_vocab
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from structgen import Grammar
+from structgen.engine import Constraint
+from structgen.engine.count_clamp import CountClamp, max_byte_counts
+from structgen.grammar import ir
+from structgen.schema import json_schema_to_grammar
+
+SCHEMAS = [
+    {"type": "array", "items": {"type": "string", "minLength": 2, "maxLength": 3}, "maxItems": 30},
+    {"type": "array", "items": {"type": "integer"}, "minItems": 12, "maxItems": 40},
+    {
+        "type": "array",
+        "items": {"type": "object", "properties": {"a": {"enum": ["x", "y,z"]}}, "required": ["a"]},
+        "minItems": 9,
+        "maxItems": 25,
+    },
+    {"type": "array", "items": {"type": "array", "items": {"enum": [1, 22]}, "maxItems": 14}, "maxItems": 11},
+]
+
+
+def _instances(schema: dict) -> list:
+    items = schema["items"]
+    lo, hi = schema.get("minItems", 0), schema["maxItems"]
+    out = []
+    for n in sorted({lo, lo + 1, (lo + hi) // 2, hi - 1, hi}):
+        if items.get("type") == "string":
+            out.append([("ab", "c,d", 'q"r')[i % 3] for i in range(n)])
+        elif items.get("type") == "integer":
+            out.append([i * 37 - 5 for i in range(n)])
+        elif items.get("type") == "object":
+            out.append([{"a": "y,z" if i % 2 else "x"} for i in range(n)])
+        else:
+            out.append([[1, 22][: i % 3] * (i % 5) for i in range(n)])
+    return out
+
+
+def _walks(constraint: Constraint, texts: list[bytes], vocab) -> list[np.ndarray]:  # type: ignore[no-untyped-def]
+    masks = []
+    for text in texts:
+        state = constraint.start()
+        for tok in greedy_tokens(vocab, text):
+            masks.append(state.mask_words().copy())
+            assert state.commit_token(tok)
+        masks.append(state.mask_words().copy())
+        assert state.is_accepting()
+    return masks
+
+
+@pytest.mark.parametrize("vocab_name", ["llama-bpe", "llama-spm"])
+@pytest.mark.parametrize("index", range(len(SCHEMAS)))
+def test_clamped_masks_equal_exact_masks(vocab_name: str, index: int, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    vocab = load_vocab(vocab_name)
+    schema = SCHEMAS[index]
+    grammar = json_schema_to_grammar(schema)
+    texts = [
+        json.dumps(inst, separators=sep).encode() for inst in _instances(schema) for sep in ((",", ":"), (", ", ": "))
+    ]
+    fast = Constraint.compile(grammar, vocab)
+    got = _walks(fast, texts, vocab)
+    assert any(fast._clamp.config(c) != c for c in range(1, len(fast._system.configs))), "nothing was clamped"
+    monkeypatch.setattr(CountClamp, "config", lambda self, cid: cid)
+    slow = Constraint.compile(grammar, vocab)
+    want = _walks(slow, texts, vocab)
+    assert len(got) == len(want)
+    for step, (a, b) in enumerate(zip(got, want)):
+        assert np.array_equal(a, b), f"mask differs at step {step}"
+
+
+def test_counts_inside_set_operations_are_left_alone() -> None:
+    vocab = load_vocab("llama-spm")
+    unit = ir.lit("ab,")
+    body = ir.Intersection(ir.Repeat(unit, 0, 40), ir.Repeat(ir.ANY_CHAR, 0, 60))
+    c = Constraint.compile(Grammar({"root": ir.seq(ir.lit("["), body, ir.lit("]"))}, "root"), vocab)
+    state = c.start()
+    for tok in greedy_tokens(vocab, b"[ab,ab,"):
+        assert state.commit_token(tok)
+    assert c._clamp.config(state.config) == state.config
+    # the same repetition outside the intersection is clamped
+    repeated = ir.seq(ir.lit("["), ir.Repeat(unit, 0, 40), ir.lit("]"))
+    plain = Constraint.compile(Grammar({"root": repeated}, "root"), vocab)
+    state = plain.start()
+    for tok in greedy_tokens(vocab, b"[ab,ab,"):
+        assert state.commit_token(tok)
+    assert plain._clamp.config(state.config) != state.config
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.binary(min_size=0, max_size=12), min_size=1, max_size=30))
+def test_max_byte_counts(tokens: list[bytes]) -> None:
+    buffer = np.frombuffer(b"".join(tokens), dtype=np.uint8)
+    got = max_byte_counts(buffer, np.asarray([len(t) for t in tokens]))
+    want = [max(t.count(bytes([b])) for t in tokens) for b in range(256)]
+    assert got.tolist() == want
