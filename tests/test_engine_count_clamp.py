@@ -105,3 +105,39 @@ def test_max_byte_counts(tokens: list[bytes]) -> None:
     got = max_byte_counts(buffer, np.asarray([len(t) for t in tokens]))
     want = [max(t.count(bytes([b])) for t in tokens) for b in range(256)]
     assert got.tolist() == want
+
+
+def _nested(depth: int, spaced: bool) -> bytes:
+    value: object = {"leaf": "x,y"}
+    for i in range(depth):
+        value = {"name": f"n{i}", "children": [value, [1, {"k": []}]] if i % 2 else [value]}
+    sep = (", ", ": ") if spaced else (",", ":")
+    return json.dumps(value, separators=sep).encode()
+
+
+@pytest.mark.parametrize("vocab_name", ["llama-bpe", "llama-spm"])
+def test_deep_stacks_share_a_twin_and_the_same_masks(vocab_name: str, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Recursive grammars: frames below the deepest one a token can return into are cut from
+    the twin; masks along deeply nested documents are unchanged."""
+    vocab = load_vocab(vocab_name)
+    grammar = json_schema_to_grammar(True)  # any JSON value: recursive
+    texts = [_nested(d, spaced) for d in (0, 3, 9, 14) for spaced in (False, True)]
+    texts += [b"[" * 12 + b"]" * 12, b'{"a":' * 10 + b"[]" + b"}" * 10]
+    fast = Constraint.compile(grammar, vocab)
+    got = _walks(fast, texts, vocab)
+    system = fast._system
+    cut = [sid for sid in range(len(system.stack_top)) if fast._clamp.reach(sid) < len(_chain(system, sid))]
+    assert cut, "no stack was deep enough to be cut"
+    monkeypatch.setattr(CountClamp, "config", lambda self, cid: cid)
+    slow = Constraint.compile(grammar, vocab)
+    want = _walks(slow, texts, vocab)
+    for step, (a, b) in enumerate(zip(got, want)):
+        assert np.array_equal(a, b), f"mask differs at step {step}"
+
+
+def _chain(system, sid: int) -> list[int]:  # type: ignore[no-untyped-def]
+    out = []
+    while sid >= 0:
+        out.append(sid)
+        sid = system.stack_parent[sid]
+    return out

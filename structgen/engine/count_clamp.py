@@ -208,16 +208,48 @@ class CountClamp:
         return found
 
     def _clamp_stack(self, sid: int) -> int:
-        system, memo = self.system, self._stack
+        """``sid`` with counts clamped in every frame and the frames below the deepest one a token
+        can return into cut off (see :meth:`reach`)."""
+        found = self._stack.get(sid)
+        if found is not None:
+            return found
+        system = self.system
         chain = []
         u = sid
-        while u >= 0 and u not in memo:
+        for _ in range(self.reach(sid)):
             chain.append(u)
             u = system.stack_parent[u]
+        # rebuild bottom up: the deepest kept frame has no caller in the twin
+        out = -1
         for v in reversed(chain):
-            parent = system.stack_parent[v]
-            new_parent = memo[parent] if parent >= 0 else parent
-            top = system.stack_top[v]
-            new_top = self.term(top)
-            memo[v] = v if (new_parent, new_top) == (parent, top) else system.stack(new_parent, new_top)
-        return memo[sid]
+            out = system.stack(out, self.term(system.stack_top[v]))
+        self._stack[sid] = out
+        return out
+
+    def reach(self, sid: int) -> int:
+        """How many frames of ``sid`` (top first) one token can get into: the top one, and each
+        caller whose callee's remainder a token can complete. To return through a caller, a token
+        must hold a whole string of its continuation, so every required byte of it; once more
+        frames require some byte than any token holds copies of, no token returns further.
+        Frames below that one never see a byte of the token, and a twin without them has the
+        same mask (end of input aside: the frame where the cut falls requires a byte, so neither
+        configuration can end there)."""
+        system = self.system
+        need: dict[int, int] = {}
+        depth = 1
+        u = system.stack_parent[sid]
+        while u >= 0:
+            depth += 1
+            required = self.required_bytes(system.stack_top[u])
+            if required:
+                if self._limits is None:
+                    self._limits = [int(v) for v in self._load_limits()]
+                while required:
+                    low = required & -required
+                    r = low.bit_length() - 1
+                    need[r] = need.get(r, 0) + 1
+                    if need[r] > self._limits[r]:
+                        return depth
+                    required ^= low
+            u = system.stack_parent[u]
+        return depth
