@@ -94,6 +94,11 @@ class TermStore:
         yet): compile stays proportional to what a generation actually reaches."""
         return self._make((LAZY_K, key), LAZY_K, 0, key, nullable, flags)
 
+    def hint_shortest(self, t: int, length: int | None) -> None:
+        """Record the shortest length of lazy term ``t`` (None: no sentence), known without
+        building it."""
+        self._shortest.setdefault(t, -1 if length is None else length)
+
     def force(self, t: int) -> int:
         """The built term behind a lazy one (any other term is returned as is)."""
         if self.kind[t] != LAZY_K:
