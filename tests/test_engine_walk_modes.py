@@ -48,10 +48,35 @@ def _masks(grammar, vocab, text: str, modes: tuple[int, int, int, int], monkeypa
     return out
 
 
-@pytest.mark.parametrize("grammar_name", ["json", "person"])
+#: Configurations one byte before a loop (a string of minLength 1, a pattern's ``x+``, a key that is
+#: not a listed name): their walks start from the loop's region, minus the bytes that differ.
+BEFORE_LOOP_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "email": {"type": "string", "pattern": "^[^@\\s]+@[^@\\s]+\\.[a-z]{2,}$"},
+        "name": {"type": "string", "minLength": 1},
+        "alpha": {"type": "integer"},
+    },
+}
+BEFORE_LOOP_DOC = json.dumps(
+    {"email": "zoë.b@ex-ample.org", "name": 'a "q" é', "alpha": 7, "other": "x", "al": [1]}, ensure_ascii=False
+)
+
+
+def _grammar_and_text(name: str):  # type: ignore[no-untyped-def]
+    if name == "json":
+        return json_grammar(), DOC
+    if name == "person":
+        return person_grammar(), PERSON
+    from structgen.schema import json_schema_to_grammar
+
+    return json_schema_to_grammar(BEFORE_LOOP_SCHEMA), BEFORE_LOOP_DOC
+
+
+@pytest.mark.parametrize("grammar_name", ["json", "person", "before loop"])
 def test_walk_paths_agree(grammar_name: str, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     vocab = load_vocab("llama-spm")
-    grammar, text = (json_grammar(), DOC) if grammar_name == "json" else (person_grammar(), PERSON)
+    grammar, text = _grammar_and_text(grammar_name)
     results = {name: _masks(grammar, vocab, text, modes, monkeypatch) for name, modes in MODES.items()}
     first = results["numpy only"]
     for name, res in results.items():

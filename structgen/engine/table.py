@@ -50,6 +50,7 @@ class TransitionTable:
         self.rows[DEAD, :] = DEAD
         self._flat = memoryview(self.rows.reshape(-1))  # element access without numpy scalars
         self._loop_bits: dict[int, int] = {}
+        self._before_loop: dict[int, tuple[int, int] | None] = {}
         self._classes: dict[int, tuple[int, ...] | None] = {}
         self._class_bytes: dict[int, np.ndarray] = {}
         self.filled = 0  # transitions computed by the configuration system (a cost measure)
@@ -254,7 +255,9 @@ class TransitionTable:
         out = _Pieces(with_ends)
         views = trie.views()
         # where the walk enters the trie: the root's children, or the exits of a loop region
-        region = self._loop_region(cid, trie)
+        # budget figures (with_ends) keep the plain walk: a shifted region reports the slack of
+        # multi-byte loops for tokens the root walk reports exactly
+        region, loop = self._entry_region(cid, trie, shifted=not with_ends)
         frontier: list[tuple[int, int, int]] | None = []  # (node, state, parent) in Python mode
         nodes = states = parents = np.zeros(0, dtype=np.int64)
         if region is None:
@@ -265,7 +268,7 @@ class TransitionTable:
                 nodes, states, parents = wide
                 frontier = None
         else:
-            out.add_positions(region.positions, cid, region.slack)
+            out.add_positions(region.positions, loop, region.slack)
             entries = region.exits
         last_entry = max(entries, default=-1)
         for k in range(trie.depth):
@@ -273,7 +276,8 @@ class TransitionTable:
                 break
             entry = entries.get(k)
             if entry is not None:
-                e_parents = np.full(entry[0].size, cid, dtype=np.int32)
+                # an exit's path so far looped: below the root that is the loop configuration
+                e_parents = np.full(entry[0].size, cid if k == 0 else loop, dtype=np.int32)
                 e_states = self.gather(e_parents, entry[1])
                 if frontier is not None:
                     nodes = np.asarray([f[0] for f in frontier], dtype=np.int64)
@@ -310,6 +314,52 @@ class TransitionTable:
             parents = np.repeat(expanded, counts)
             states = self.gather(parents, trie.level_byte[k + 1][nodes])
         return out.result(trie)
+
+    def _entry_region(self, cid: int, trie: TokenTrie, *, shifted: bool = True) -> tuple[LoopRegion | None, int]:
+        """Where a walk from ``cid`` may start from a loop region: ``cid``'s own, or, when
+        ``cid`` is one byte before a loop (a string of ``minLength`` 1, a pattern's ``x+``, a
+        key that is not one of the listed names), the region of the loop configuration ``L``
+        that most of its bytes lead to. Every root child whose transition from ``cid`` equals
+        ``L``'s behaves below it exactly as in a walk from ``L``; the region's tokens and exits
+        under the other root children are dropped, and those children become exits at level 0,
+        stepped from ``cid``. Returns the region (None: walk from the root) and the loop
+        configuration its accepted tokens end in. Masks only (``shifted``): the budget's figures
+        keep the root walk, whose slack for multi-byte loops differs."""
+        region = self._loop_region(cid, trie)
+        if region is not None or not shifted or trie.level_byte[0].size < 256:
+            return region, cid
+        found = self._before_loop.get(cid, False)
+        if found is False:
+            found = self._before_loop[cid] = self._find_before_loop(cid)
+        if found is None:
+            return None, cid
+        loop, differ = found
+        region = self._loop_region(loop, trie)
+        if region is None:  # pragma: no cover - checked when found
+            return None, cid
+        if differ:
+            region = _without_children(region, trie, differ)
+        return region, loop
+
+    def _find_before_loop(self, cid: int) -> tuple[int, int] | None:
+        row = self.rows[cid]
+        live = row[row != DEAD]
+        if live.size < LOOP_REGION_MIN_BYTES:
+            return None
+        targets, counts = np.unique(live, return_counts=True)
+        loop = int(targets[np.argmax(counts)])
+        if loop == cid or self.loop_bits(loop).bit_count() < LOOP_REGION_MIN_BYTES:
+            return None
+        self._grow()
+        if (self.rows[loop] == UNKNOWN).any():
+            self._fill_row(loop)
+        differ_bytes = np.flatnonzero(self.rows[cid] != self.rows[loop])
+        if 256 - differ_bytes.size < LOOP_REGION_MIN_BYTES:
+            return None
+        differ = 0
+        for b in differ_bytes.tolist():
+            differ |= 1 << b
+        return loop, differ
 
     def _loop_region(self, cid: int, trie: TokenTrie) -> LoopRegion | None:
         """The loop region of ``cid`` when it loops on enough bytes to be worth one."""
@@ -550,3 +600,34 @@ class _Pieces:
         if len(self.ends) == 1:
             return ids, self.ends[0], self.slacks[0]
         return ids, np.concatenate(self.ends), np.concatenate(self.slacks)
+
+
+def _without_children(region: LoopRegion, trie: TokenTrie, differ: int) -> LoopRegion:
+    """``region`` with the tokens and exits under the root children whose bytes are in
+    ``differ`` removed, and those children added as exits at level 0."""
+    root_bytes = trie.level_byte[0]
+    drop = np.flatnonzero(mask_to_bools(differ)[root_bytes])  # root nodes under which to drop
+    if drop.size == 0:
+        return region
+    starts, ends = trie.run_start[0][drop], trie.run_end[0][drop]
+
+    def outside(positions: np.ndarray) -> np.ndarray:
+        # positions in sorted_ids; the dropped root children's runs are sorted and disjoint
+        i = np.searchsorted(starts, positions, side="right") - 1
+        inside = (i >= 0) & (positions < ends[np.maximum(i, 0)])
+        return ~inside
+
+    keep = outside(region.positions)
+    exits: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    for k, (nodes, byts) in region.exits.items():
+        if k == 0:
+            ok = ~mask_to_bools(differ)[byts]
+        else:
+            ok = outside(trie.run_start[k][nodes])
+        exits[k] = (nodes[ok], byts[ok])
+    level0 = exits.get(0, (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.uint8)))
+    exits[0] = (
+        np.concatenate([level0[0], drop.astype(level0[0].dtype)]),
+        np.concatenate([level0[1], root_bytes[drop].astype(level0[1].dtype)]),
+    )
+    return LoopRegion(region.positions[keep], region.slack[keep], exits)
