@@ -337,6 +337,24 @@ def test_later_keywords_ignored_in_early_drafts() -> None:
     check({**draft04, "properties": {"k": {"const": 1}}, "propertyNames": {"enum": ["k"]}}, [{"k": 2, "j": 1}], [])
 
 
+def test_2019_keywords_ignored_before_2019_09() -> None:
+    """``dependentRequired``, ``unevaluatedProperties``, ``minContains``... came with 2019-09 and
+    ``prefixItems`` with 2020-12: a draft-07 validator ignores them as unknown keywords."""
+    later = {
+        "type": "object",
+        "properties": {"a": {"type": "integer"}, "b": {}, "l": {"prefixItems": [{"type": "string"}], "contains": {}}},
+        "dependentRequired": {"a": ["b"]},
+        "unevaluatedProperties": False,
+    }
+    draft07 = {"$schema": "http://json-schema.org/draft-07/schema#", **later}
+    check(draft07, [{"a": 1}, {"a": 1, "z": 2}, {"l": [1]}], [{"a": "x"}])
+    check(later, [{"a": 1, "b": 2}, {"l": ["s", 1]}], [{"a": 1}, {"a": 1, "b": 2, "z": 3}, {"l": [1]}])
+    with_counts = {"type": "array", "contains": {"type": "integer"}, "minContains": 2}
+    check({"$schema": "http://json-schema.org/draft-07/schema#", **with_counts}, [[1]], [["x"]])
+    check({"$schema": "https://json-schema.org/draft/2019-09/schema", **with_counts}, [[1, 2]], [[1]])
+    check({"$schema": "https://json-schema.org/draft/2019-09/schema", "prefixItems": [{"type": "string"}]}, [[1]], [])
+
+
 def test_draft04_exclusive_bounds() -> None:
     schema = {
         "$schema": "http://json-schema.org/draft-04/schema#",

@@ -612,11 +612,18 @@ def normalize_object(ctx: Any, ptr: tuple, node: Any) -> Schema:
     return result
 
 
+#: Validation keywords 2019-09 and 2020-12 introduced: unknown, so ignored, in earlier drafts.
+_FROM_2020 = frozenset({"prefixItems"})
+_FROM_2019 = _FROM_2020 | frozenset(
+    {"dependentRequired", "dependentSchemas", "unevaluatedProperties", "unevaluatedItems", "minContains", "maxContains"}
+)
 #: Keywords a draft does not define yet (its validators ignore them as unknown).
 _NOT_YET = {
-    "draft-03": frozenset({"const", "contains", "propertyNames", "if", "then", "else"}),
-    "draft-04": frozenset({"const", "contains", "propertyNames", "if", "then", "else"}),
-    "draft-06": frozenset({"if", "then", "else"}),
+    "draft-03": _FROM_2019 | frozenset({"const", "contains", "propertyNames", "if", "then", "else"}),
+    "draft-04": _FROM_2019 | frozenset({"const", "contains", "propertyNames", "if", "then", "else"}),
+    "draft-06": _FROM_2019 | frozenset({"if", "then", "else"}),
+    "draft-07": _FROM_2019,
+    "2019-09": _FROM_2020,
 }
 #: Drafts in which every keyword next to ``$ref`` is ignored.
 _REF_ALONE = ("draft-03", "draft-04", "draft-06", "draft-07")
