@@ -20,7 +20,7 @@ from ..grammar import ir
 from ..grammar.grammar import Grammar
 from .arrays import unique_inverse
 from .configs import DEAD, ConfigSystem
-from .count_clamp import CountClamp, max_byte_counts_for
+from .count_clamp import CountClamp, byte_limits_for
 from .counters import (
     CountedBase,
     CountedHead,
@@ -78,7 +78,7 @@ class Constraint:
         self._units: dict[int, UnitCounts | None] = {}
         self._bases: dict[tuple[int, int], CountedBase] = {}
         self._counted_words: dict[tuple[int, int, int, int], np.ndarray] = {}
-        self._clamp = CountClamp(system, lambda: max_byte_counts_for(vocab))
+        self._clamp = CountClamp(system, lambda: byte_limits_for(vocab))
 
     # -- construction ---------------------------------------------------------------------------
 

@@ -23,7 +23,8 @@ at or above ``B``. Commits still follow the exact configuration. Masks with a to
 completion, which depends on ``lo``: they do not use this.
 
 Measured on Llama 3: ``limit`` is 8 for ``,`` and 4 for ``"`` (128,256 tokens), so every item of
-an array of strings but the last five shares one mask.
+an array of strings but the last five shares one mask. Each byte's limit is one pass over the
+vocabulary's bytes (about 1 ms), done the first time a unit requires that byte.
 """
 
 from __future__ import annotations
@@ -40,59 +41,75 @@ from .terms import ALT_K, AND_K, BYTES_K, DIFF_K, POSS_K, REPEAT_K, SEQ_K, TermS
 if TYPE_CHECKING:
     from ..vocab import Vocab
 
-BYTE_COUNTS_CACHE_KEY = "engine-max-byte-counts-v1"
-_memory: dict[str, np.ndarray] = {}
+
+def max_byte_count(buffer: np.ndarray, lengths: np.ndarray, byte: int) -> int:
+    """The most times ``byte`` occurs in one token, for tokens stored back to back in
+    ``buffer`` with the given ``lengths`` (one pass over the buffer: about 1 ms on Llama 3)."""
+    lengths = np.asarray(lengths, dtype=np.int64)
+    total = int(lengths.sum())
+    if total == 0:
+        return 0
+    hits = (np.asarray(buffer[:total]) == byte).astype(np.int32)
+    nonempty = lengths > 0
+    starts = (np.cumsum(lengths) - lengths)[nonempty]
+    return int(np.add.reduceat(hits, starts).max(initial=0))
+
+
+class ByteLimits:
+    """Per vocabulary: :func:`max_byte_count` of its text tokens, byte by byte on demand (a
+    schema needs the few bytes its repeated units require: ``,`` ``"`` ``{`` ``}``...)."""
+
+    def __init__(self, vocab: Vocab) -> None:
+        lengths = np.diff(vocab.offsets)
+        is_text = np.asarray(vocab.is_text)
+        keep = np.repeat(is_text, lengths)
+        start = int(vocab.offsets[0])
+        self._text = vocab.buffer[start : start + keep.size][keep]
+        self._lengths = np.where(is_text, lengths, 0)
+        self._known: dict[int, int] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, byte: int) -> int:
+        found = self._known.get(byte)
+        if found is None:
+            with self._lock:
+                found = self._known[byte] = max_byte_count(self._text, self._lengths, byte)
+        return found
+
+
+_memory: dict[str, ByteLimits] = {}
 _lock = threading.Lock()
 
 
-def max_byte_counts(buffer: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """``int64[256]``: the most times each byte occurs in one token, for tokens stored back to
-    back in ``buffer`` with the given ``lengths``."""
-    lengths = np.asarray(lengths, dtype=np.int64)
-    total = int(lengths.sum())
-    out = np.zeros(256, dtype=np.int64)
-    if total == 0:
-        return out
-    token = np.repeat(np.arange(lengths.size, dtype=np.int64), lengths)
-    keys = np.sort(token * 256 + np.asarray(buffer[:total], dtype=np.int64))
-    first = np.flatnonzero(np.concatenate([[True], keys[1:] != keys[:-1]]))
-    runs = np.diff(np.append(first, keys.size))
-    np.maximum.at(out, keys[first] & 255, runs)
-    return out
-
-
-def max_byte_counts_for(vocab: Vocab) -> np.ndarray:
-    """:func:`max_byte_counts` of ``vocab``'s text tokens (memory, then disk cache, then built)."""
+def byte_limits_for(vocab: Vocab) -> ByteLimits:
+    """The :class:`ByteLimits` of ``vocab`` (one per vocabulary fingerprint in this process)."""
     fp = vocab.fingerprint
     with _lock:
         found = _memory.get(fp)
         if found is None:
-            from ..vocab.cache import cached_arrays
-
-            def build() -> dict[str, np.ndarray]:
-                lengths = np.diff(vocab.offsets)
-                keep = np.repeat(np.asarray(vocab.is_text), lengths)
-                start = int(vocab.offsets[0])
-                text = vocab.buffer[start : start + keep.size][keep]
-                return {"counts": max_byte_counts(text, np.where(vocab.is_text, lengths, 0))}
-
-            found = _memory[fp] = cached_arrays(fp, BYTE_COUNTS_CACHE_KEY, build)["counts"]
+            found = _memory[fp] = ByteLimits(vocab)
         return found
 
 
 class CountClamp:
     """Per constraint: the clamped twin of each configuration (see the module docstring)."""
 
-    def __init__(self, system: ConfigSystem, byte_limits: Callable[[], np.ndarray]) -> None:
+    def __init__(self, system: ConfigSystem, byte_limit: Callable[[], Callable[[int], int]]) -> None:
         self.system = system
         self.s: TermStore = system.store
-        self._load_limits = byte_limits  # loaded when a count first needs a bound
-        self._limits: list[int] | None = None
+        self._load_limit = byte_limit  # the vocabulary's counts, looked up when first needed
+        self._limit: Callable[[int], int] | None = None
         self._required: dict[int, int] = {}
         self._bound: dict[int, int | None] = {}
         self._term: dict[int, int] = {}
         self._stack: dict[int, int] = {}
         self._config: dict[int, int] = {}
+
+    def byte_limit(self, byte: int) -> int:
+        """The most copies of ``byte`` in one token of the vocabulary."""
+        if self._limit is None:
+            self._limit = self._load_limit()
+        return self._limit(byte)
 
     # -- facts about terms ----------------------------------------------------------------------
 
@@ -141,12 +158,10 @@ class CountClamp:
         required byte, no bound)."""
         if unit not in self._bound:
             required = self.required_bytes(unit)
-            if required and self._limits is None:
-                self._limits = [int(v) for v in self._load_limits()]
             best: int | None = None
             while required:
                 low = required & -required
-                limit = self._limits[low.bit_length() - 1] + 1  # type: ignore[index]
+                limit = self.byte_limit(low.bit_length() - 1) + 1
                 best = limit if best is None else min(best, limit)
                 required ^= low
             self._bound[unit] = best
@@ -242,13 +257,11 @@ class CountClamp:
             depth += 1
             required = self.required_bytes(system.stack_top[u])
             if required:
-                if self._limits is None:
-                    self._limits = [int(v) for v in self._load_limits()]
                 while required:
                     low = required & -required
                     r = low.bit_length() - 1
                     need[r] = need.get(r, 0) + 1
-                    if need[r] > self._limits[r]:
+                    if need[r] > self.byte_limit(r):
                         return depth
                     required ^= low
             u = system.stack_parent[u]
