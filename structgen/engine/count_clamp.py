@@ -42,30 +42,32 @@ if TYPE_CHECKING:
     from ..vocab import Vocab
 
 
-def max_byte_count(buffer: np.ndarray, lengths: np.ndarray, byte: int) -> int:
+def max_byte_count(buffer: np.ndarray, lengths: np.ndarray, byte: int, counted: np.ndarray | None = None) -> int:
     """The most times ``byte`` occurs in one token, for tokens stored back to back in
-    ``buffer`` with the given ``lengths`` (one pass over the buffer: about 1 ms on Llama 3)."""
-    lengths = np.asarray(lengths, dtype=np.int64)
-    total = int(lengths.sum())
-    if total == 0:
-        return 0
-    hits = (np.asarray(buffer[:total]) == byte).astype(np.int32)
-    nonempty = lengths > 0
-    starts = (np.cumsum(lengths) - lengths)[nonempty]
-    return int(np.add.reduceat(hits, starts).max(initial=0))
+    ``buffer`` with the given ``lengths`` (only the tokens ``counted`` marks, if given)."""
+    ends = np.cumsum(np.asarray(lengths, dtype=np.int64))
+    return _max_count(buffer, ends, byte, counted)
+
+
+def _max_count(buffer: np.ndarray, ends: np.ndarray, byte: int, counted: np.ndarray | None) -> int:
+    total = int(ends[-1]) if ends.size else 0
+    where = np.flatnonzero(np.asarray(buffer[:total]) == byte)
+    token = np.searchsorted(ends, where, side="right")  # the token each occurrence is in
+    if counted is not None:
+        token = token[counted[token]]
+    return int(np.bincount(token).max()) if token.size else 0
 
 
 class ByteLimits:
-    """Per vocabulary: :func:`max_byte_count` of its text tokens, byte by byte on demand (a
-    schema needs the few bytes its repeated units require: ``,`` ``"`` ``{`` ``}``...)."""
+    """Per vocabulary: :func:`max_byte_count` over its text tokens, byte by byte on demand (a
+    schema needs the few bytes its repeated units require: ``,`` ``"`` ``{`` ``}``...; about
+    1 ms each on Llama 3)."""
 
     def __init__(self, vocab: Vocab) -> None:
-        lengths = np.diff(vocab.offsets)
-        is_text = np.asarray(vocab.is_text)
-        keep = np.repeat(is_text, lengths)
-        start = int(vocab.offsets[0])
-        self._text = vocab.buffer[start : start + keep.size][keep]
-        self._lengths = np.where(is_text, lengths, 0)
+        offsets = np.asarray(vocab.offsets)
+        self._buffer = vocab.buffer[int(offsets[0]) :]
+        self._ends = offsets[1:] - offsets[0]
+        self._text = np.asarray(vocab.is_text)
         self._known: dict[int, int] = {}
         self._lock = threading.Lock()
 
@@ -73,7 +75,7 @@ class ByteLimits:
         found = self._known.get(byte)
         if found is None:
             with self._lock:
-                found = self._known[byte] = max_byte_count(self._text, self._lengths, byte)
+                found = self._known[byte] = _max_count(self._buffer, self._ends, byte, self._text)
         return found
 
 
