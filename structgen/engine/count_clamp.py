@@ -93,6 +93,11 @@ def byte_limits_for(vocab: Vocab) -> ByteLimits:
         return found
 
 
+#: Required bytes probed per unit or frame; bytes tried first.
+PROBES = 2
+_PREFERRED = tuple(b'{}[]",:')
+
+
 class CountClamp:
     """Per constraint: the clamped twin of each configuration (see the module docstring)."""
 
@@ -112,6 +117,18 @@ class CountClamp:
         if self._limit is None:
             self._limit = self._load_limit()
         return self._limit(byte)
+
+    def _probes(self, required: int) -> list[int]:
+        """At most :data:`PROBES` of the ``required`` bytes whose limits to use: JSON's
+        punctuation first (few copies per token, and shared by most units), then the lowest."""
+        out = [b for b in _PREFERRED if required >> b & 1][:PROBES]
+        while required and len(out) < PROBES:
+            low = required & -required
+            b = low.bit_length() - 1
+            if b not in out:
+                out.append(b)
+            required ^= low
+        return out
 
     # -- facts about terms ----------------------------------------------------------------------
 
@@ -157,15 +174,14 @@ class CountClamp:
 
     def bound(self, unit: int) -> int | None:
         """``B`` for repetitions of ``unit``: more units than one token can complete (None: no
-        required byte, no bound)."""
+        required byte, no bound). Any required byte gives a sound bound; the smallest over a few
+        of them (:meth:`_probes`) is taken, so an object item requiring every letter of its keys
+        costs two byte counts, not twenty."""
         if unit not in self._bound:
-            required = self.required_bytes(unit)
             best: int | None = None
-            while required:
-                low = required & -required
-                limit = self.byte_limit(low.bit_length() - 1) + 1
+            for r in self._probes(self.required_bytes(unit)):
+                limit = self.byte_limit(r) + 1
                 best = limit if best is None else min(best, limit)
-                required ^= low
             self._bound[unit] = best
         return self._bound[unit]
 
@@ -257,14 +273,9 @@ class CountClamp:
         u = system.stack_parent[sid]
         while u >= 0:
             depth += 1
-            required = self.required_bytes(system.stack_top[u])
-            if required:
-                while required:
-                    low = required & -required
-                    r = low.bit_length() - 1
-                    need[r] = need.get(r, 0) + 1
-                    if need[r] > self.byte_limit(r):
-                        return depth
-                    required ^= low
+            for r in self._probes(self.required_bytes(system.stack_top[u])):
+                need[r] = need.get(r, 0) + 1
+                if need[r] > self.byte_limit(r):
+                    return depth
             u = system.stack_parent[u]
         return depth
