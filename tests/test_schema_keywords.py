@@ -436,3 +436,14 @@ def test_combinators_over_finite_values_are_exact() -> None:
     check(
         {"enum": [1, 2, 3, 6], "if": {"multipleOf": 2}, "then": {"minimum": 3}, "else": {"maximum": 1}}, [1, 6], [2, 3]
     )
+
+
+def test_exact_formats_refuse_subset_formats() -> None:
+    """``formats="exact"``: a format enforced only as a subset of its valid strings is refused
+    with an error naming ``format``; exact formats still compile."""
+    with pytest.raises(SchemaError) as info:
+        json_schema_to_grammar({"type": "string", "format": "hostname"}, formats="exact")
+    assert info.value.keyword == "format"
+    g = json_schema_to_grammar({"type": "string", "format": "date-time"}, formats="exact")
+    assert g.matches('"2020-02-29T23:59:60Z"') and not g.matches('"2021-02-29T00:00:00Z"')
+    assert json_schema_to_grammar({"type": "string", "format": "hostname"}).matches('"example.com"')

@@ -102,6 +102,19 @@ def test_json_schema_test_suite(corpora: pathlib.Path) -> None:
     assert not failures, failures
 
 
+def test_json_schema_test_suite_exact_formats(corpora: pathlib.Path) -> None:
+    """``formats="exact"`` refuses the formats enforced only as a subset of their valid strings:
+    then every schema that compiles is exact on every instance."""
+    counts, notes = run_suite(corpora, formats="exact")
+    for n in notes:
+        print(n)
+    print(f"structgen, formats='exact': {json.dumps(counts)}")
+    failures = check_ratchet("json_schema_test_suite_exact_formats", counts)
+    assert counts["errors"] == 0
+    assert counts["valid_rejected"] == 0 and counts["invalid_accepted"] == 0, notes[:20]
+    assert not failures, failures
+
+
 def test_json_schema_test_suite_any_order(corpora: pathlib.Path) -> None:
     counts, notes = run_suite(corpora, reorder=False, property_order="any")
     for n in notes:

@@ -384,7 +384,7 @@ class Compiler:
             node = (
                 string_node(pattern=value, pointer=pointer)
                 if kind == "pattern"
-                else string_node(format=value, pointer=pointer)
+                else string_node(format=value, pointer=pointer, exact_formats=self.opts.formats == "exact")
             )
             g: Grammar | None = Grammar({"root": node})
         except SchemaError as e:

@@ -237,7 +237,9 @@ class Emitter:
             if f is not None:
                 kwargs["format"], ptr = f
             try:
-                node = self.shared("string", string_node(pointer=ptr, **kwargs))
+                node = self.shared(
+                    "string", string_node(pointer=ptr, exact_formats=self.opts.formats == "exact", **kwargs)
+                )
                 break
             except SchemaError as e:
                 self.ctx.refuse_error(e)

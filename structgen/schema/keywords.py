@@ -324,7 +324,7 @@ def _string_schema(node: dict, ptr: tuple, ctx: Any) -> Schema | None:
     if "format" in node:
         if not isinstance(node["format"], str):
             raise _bad("format", ptr, "must be a string")
-        if ctx.opts.formats == "assert":
+        if ctx.opts.formats in ("assert", "exact"):
             formats = ((node["format"], p),)
         else:
             ctx.note_ignored(p, "format", "format treated as an annotation (formats='ignore')")

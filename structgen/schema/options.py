@@ -19,7 +19,7 @@ MAX_APPLICATOR_DEPTH = 200
 Whitespace = Literal["flexible", "compact", "pretty"]
 PropertyOrder = Literal["schema", "required_first", "any"]
 OneOfMode = Literal["exact", "any_of"]
-FormatMode = Literal["assert", "ignore"]
+FormatMode = Literal["assert", "exact", "ignore"]
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,9 @@ class SchemaOptions:
     strict: bool = False
     #: ``"exact"``: ``oneOf`` enforced exactly or refused; ``"any_of"``: treated as ``anyOf``.
     one_of: OneOfMode = "exact"
-    #: ``"assert"``: ``format`` is enforced (or refused if unknown); ``"ignore"``: annotation.
+    #: ``"assert"``: ``format`` is enforced (or refused if unknown); ``"exact"``: as ``"assert"``,
+    #: but the formats enforced only as a subset of their valid strings (``hostname``'s A-labels,
+    #: ``idn-hostname``'s U-labels...) are refused instead; ``"ignore"``: annotation.
     formats: FormatMode = "assert"
     #: Drop refused keywords (recording each) instead of failing.
     lenient: bool = False
@@ -73,7 +75,7 @@ class SchemaOptions:
         _check_choice("whitespace", self.whitespace, ("flexible", "compact", "pretty"))
         _check_choice("property_order", self.property_order, ("schema", "required_first", "any"))
         _check_choice("one_of", self.one_of, ("exact", "any_of"))
-        _check_choice("formats", self.formats, ("assert", "ignore"))
+        _check_choice("formats", self.formats, ("assert", "exact", "ignore"))
         for f in fields(self):
             value = getattr(self, f.name)
             if f.type in ("bool",) and not isinstance(value, bool):

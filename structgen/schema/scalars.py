@@ -26,9 +26,16 @@ def string_node(
     pattern: str | None = None,
     format: str | None = None,
     pointer: str = "",
+    exact_formats: bool = False,
 ) -> ir.Node:
     return _string_node(
-        min_length=min_length, max_length=max_length, pattern=pattern, format=format, pointer=pointer, allow_empty=True
+        min_length=min_length,
+        max_length=max_length,
+        pattern=pattern,
+        format=format,
+        pointer=pointer,
+        allow_empty=True,
+        exact_formats=exact_formats,
     )
 
 
