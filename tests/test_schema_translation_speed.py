@@ -209,3 +209,20 @@ def test_grammar_validation_still_sees_everything_outside_closed_subtrees() -> N
         Grammar({"root": ir.seq(closed, ir.Ref("missing"))})
     with pytest.raises(GrammarError, match="regular operand"):
         Grammar({"root": ir.Intersection(closed, ir.Ref("root"))})
+
+
+def test_self_encoded_fast_path_keeps_the_canonical_rebuild() -> None:
+    """encode_chars returns a self-encoded node as it is only where the rebuild would give an
+    equal node: empty literals, one-character classes, negated classes and non-canonical
+    sequences still go through the rebuild."""
+    for node in (
+        ir.lit(""),
+        ir.char("a"),
+        ir.CharClass(((0x30, 0x39),), negated=True),
+        ir.Seq((ir.lit("a"), ir.lit("b"))),
+        ir.Seq((ir.Seq((ir.lit("a"), ir.char((0x30, 0x39)))), ir.lit("b"))),
+    ):
+        assert encode_chars(node) == _reference_encode(node), node
+    from structgen.schema.format_datetime import date_time
+
+    assert encode_chars(date_time()) is date_time()
