@@ -452,14 +452,15 @@ _CLOSED: dict[int, tuple[Node, int]] = {}
 MAX_CLOSED = 1024
 
 
-def mark_closed(root: Node) -> Node:
+def mark_closed(root: Node, *, known_closed: bool = False) -> Node:
     """Remember ``root`` as closed (no :class:`Ref` or :class:`Token` inside) and its depth, if
     it is; return it. Its direct children are marked too: :func:`seq` and :func:`alt` splice a
     sequence or choice into the one around it, so those are the objects later grammars hold.
-    Marking is an optimisation: results of every function here are the same."""
+    Marking is an optimisation: results of every function here are the same. ``known_closed``:
+    the caller built ``root`` from characters only, so the search for references is skipped."""
     if id(root) in _CLOSED or isinstance(root, (Ref, Token)):
         return root
-    if any(isinstance(n, (Ref, Token)) for n in iter_distinct(root)):
+    if not known_closed and any(isinstance(n, (Ref, Token)) for n in iter_distinct(root)):
         return root
     depths: dict[int, int] = {}
     _depths(root, depths)

@@ -126,7 +126,8 @@ def encode_chars(node: ir.Node, *, ascii_escapes: bool = False) -> ir.Node:
     """
     # the cached encoding is the same object in every schema that uses it: later walks
     # (clean-up, grammar checks) step over it
-    out = ir.mark_closed(_encode_cached(node, ascii_escapes))
+    # _encode refuses references and token atoms: what it returns holds none
+    out = ir.mark_closed(_encode_cached(node, ascii_escapes), known_closed=True)
     if isinstance(out, (ir.Intersection, ir.Difference)):
         register_encoded(out, node, partial(encode_codepoints, ascii_escapes=ascii_escapes))
     return out
@@ -135,7 +136,7 @@ def encode_chars(node: ir.Node, *, ascii_escapes: bool = False) -> ir.Node:
 @lru_cache(maxsize=256)
 def _encode_cached(node: ir.Node, ascii_escapes: bool) -> ir.Node:
     if not ascii_escapes and _self_encoded(node):
-        return node  # e.g. date-time: 6,000 nodes checked in ~2 ms instead of rebuilt in ~40 ms
+        return node  # e.g. date-time: 6,000 nodes checked in ~10 ms instead of rebuilt in ~40 ms
     return _encode(node, ascii_escapes)
 
 
