@@ -141,3 +141,37 @@ def _chain(system, sid: int) -> list[int]:  # type: ignore[no-untyped-def]
         out.append(sid)
         sid = system.stack_parent[sid]
     return out
+
+
+def _budget_figures(constraint: Constraint, texts: list[bytes], vocab) -> list[tuple]:  # type: ignore[no-untyped-def]
+    out = []
+    for text in texts:
+        state = constraint.start()
+        for tok in greedy_tokens(vocab, text):
+            ids, need = constraint._after(state.config)
+            order = np.lexsort((need, ids))
+            out.append((ids[order], need[order], state.mask_words(budget=12).copy()))
+            assert state.commit_token(tok)
+    return out
+
+
+@pytest.mark.parametrize("vocab_name", ["llama-bpe", "llama-spm"])
+@pytest.mark.parametrize("index", range(len(SCHEMAS)))
+def test_budget_twins_keep_tokens_and_shortest_completions(vocab_name: str, index: int, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Budget masks use twins with only the upper counts clamped: the same tokens, and the same
+    shortest completion after each, as the configuration itself."""
+    vocab = load_vocab(vocab_name)
+    schema = SCHEMAS[index]
+    grammar = json_schema_to_grammar(schema)
+    texts = [json.dumps(inst, separators=(",", ":")).encode() for inst in _instances(schema)]
+    fast = Constraint.compile(grammar, vocab)
+    got = _budget_figures(fast, texts, vocab)
+    configs = range(1, len(fast._system.configs))
+    assert any(fast._budget_clamp.config(c) != c for c in configs), "nothing was clamped"
+    monkeypatch.setattr(CountClamp, "config", lambda self, cid: cid)
+    slow = Constraint.compile(grammar, vocab)
+    want = _budget_figures(slow, texts, vocab)
+    assert len(got) == len(want)
+    for step, (a, b) in enumerate(zip(got, want)):
+        for x, y in zip(a, b):
+            assert np.array_equal(x, y), f"budget figures differ at step {step}"

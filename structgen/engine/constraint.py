@@ -79,6 +79,7 @@ class Constraint:
         self._bases: dict[tuple[int, int], CountedBase] = {}
         self._counted_words: dict[tuple[int, int, int, int], np.ndarray] = {}
         self._clamp = CountClamp(system, lambda: byte_limits_for(vocab))
+        self._budget_clamp = CountClamp(system, lambda: byte_limits_for(vocab), keep_lengths=True)
 
     # -- construction ---------------------------------------------------------------------------
 
@@ -219,24 +220,31 @@ class Constraint:
     def _compute_after(self, cid: int) -> tuple[np.ndarray, np.ndarray]:
         r = self._after_cache.get(cid)
         if r is None:
-            ids, ends, slack = self._table.walk_ends(cid, self._trie)
-            uniq, inverse = unique_inverse(ends)
-            short = np.asarray([self._shortest_or_big(int(u)) for u in uniq], dtype=np.int64)
-            need = short[inverse] + slack if ids.size else np.zeros(0, dtype=np.int64)
-            extra_ids, extra_need = [], []
-            for k, (aids, negated) in enumerate(self._atom_ids):
-                nxt = self._atom_step(cid, k)
-                if nxt != DEAD and not negated:
-                    extra_ids.append(aids)
-                    extra_need.append(np.full(aids.size, self._shortest_or_big(nxt)))
-            if extra_ids:
-                ids = np.concatenate([ids.astype(np.int64)] + extra_ids)
-                need = np.concatenate([need] + extra_need)
-            r = (ids.astype(np.int64), need)
+            twin = self._budget_clamp.config(cid)
+            r = self._compute_after(twin) if twin != cid else self._walk_after(cid)
             if len(self._after_cache) >= self.limits.max_cached_masks:
                 self._after_cache.pop(next(iter(self._after_cache)))
             self._after_cache[cid] = r
         return r
+
+    def _walk_after(self, cid: int) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`_after` computed by a walk from ``cid`` itself. A twin whose upper counts are
+        clamped has the same tokens and the same shortest completion after each of them
+        (count_clamp.py), so the caller asks for the twin's instead where there is one."""
+        ids, ends, slack = self._table.walk_ends(cid, self._trie)
+        uniq, inverse = unique_inverse(ends)
+        short = np.asarray([self._shortest_or_big(int(u)) for u in uniq], dtype=np.int64)
+        need = short[inverse] + slack if ids.size else np.zeros(0, dtype=np.int64)
+        extra_ids, extra_need = [], []
+        for k, (aids, negated) in enumerate(self._atom_ids):
+            nxt = self._atom_step(cid, k)
+            if nxt != DEAD and not negated:
+                extra_ids.append(aids)
+                extra_need.append(np.full(aids.size, self._shortest_or_big(nxt)))
+        if extra_ids:
+            ids = np.concatenate([ids.astype(np.int64)] + extra_ids)
+            need = np.concatenate([need] + extra_need)
+        return (ids.astype(np.int64), need)
 
     def _shortest_or_big(self, cid: int) -> int:
         v = self._system.shortest(cid)

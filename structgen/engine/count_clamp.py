@@ -101,7 +101,13 @@ _PREFERRED = tuple(b'{}[]",:')
 class CountClamp:
     """Per constraint: the clamped twin of each configuration (see the module docstring)."""
 
-    def __init__(self, system: ConfigSystem, byte_limit: Callable[[], Callable[[int], int]]) -> None:
+    def __init__(
+        self, system: ConfigSystem, byte_limit: Callable[[], Callable[[int], int]], *, keep_lengths: bool = False
+    ) -> None:
+        """``keep_lengths``: twins with the same shortest completions, for the budget's figures:
+        only upper counts are clamped (a shortest completion uses ``lo`` units) and no frame is
+        dropped (a completion closes every frame)."""
+        self.keep_lengths = keep_lengths
         self.system = system
         self.s: TermStore = system.store
         self._load_limit = byte_limit  # the vocabulary's counts, looked up when first needed
@@ -227,6 +233,10 @@ class CountClamp:
         limit = self.bound(unit)
         if limit is None or (lo <= limit and (hi is None or hi <= limit)):
             return t
+        if self.keep_lengths:
+            # tokens complete fewer than `limit` units: max(lo, limit) leaves room for all of them
+            top = max(lo, limit)
+            return t if hi is None or hi <= top else self.s.repeat(unit, lo, top)
         return self.s.repeat(unit, min(lo, limit), None if hi is None else min(hi, limit))
 
     def config(self, cid: int) -> int:
@@ -249,7 +259,7 @@ class CountClamp:
         system = self.system
         chain = []
         u = sid
-        for _ in range(self.reach(sid)):
+        for _ in range(self._depth(sid) if self.keep_lengths else self.reach(sid)):
             chain.append(u)
             u = system.stack_parent[u]
         # rebuild bottom up: the deepest kept frame has no caller in the twin
@@ -258,6 +268,13 @@ class CountClamp:
             out = system.stack(out, self.term(system.stack_top[v]))
         self._stack[sid] = out
         return out
+
+    def _depth(self, sid: int) -> int:
+        depth = 0
+        while sid >= 0:
+            depth += 1
+            sid = self.system.stack_parent[sid]
+        return depth
 
     def reach(self, sid: int) -> int:
         """How many frames of ``sid`` (top first) one token can get into: the top one, and each
