@@ -141,42 +141,35 @@ class CountClamp:
     def required_bytes(self, t: int) -> int:
         """A 256-bit set of bytes each of which occurs in every string of ``t`` (a subset: calls,
         lazy rules and token symbols contribute none)."""
-        s, memo = self.s, self._required
-        stack = [(t, False)]
-        while stack:
-            u, ready = stack.pop()
-            if u in memo:
-                continue
+        s = self.s
+
+        def kids(u: int) -> list[int]:
             k = s.kind[u]
             if k in (SEQ_K, AND_K):
-                kids = [s.a[u], s.b[u]]
-            elif k == ALT_K:
-                kids = list(s.b[u])  # type: ignore[call-overload]
-            elif k in (REPEAT_K, POSS_K, DIFF_K):
-                kids = [s.a[u]]
-            else:
-                kids = []
-            if kids and not ready:
-                stack.append((u, True))
-                stack.extend((c, False) for c in kids if c not in memo)
-                continue
+                return [s.a[u], s.b[u]]  # type: ignore[list-item]
+            if k == ALT_K:
+                return list(s.b[u])  # type: ignore[call-overload]
+            return [s.a[u]] if k in (REPEAT_K, POSS_K, DIFF_K) else []
+
+        def combine(u: int, parts: list[int]) -> int:
+            k = s.kind[u]
             if k == BYTES_K:
                 mask = s.b[u]
-                memo[u] = mask if mask & (mask - 1) == 0 else 0  # type: ignore[operator]
-            elif k in (SEQ_K, AND_K):
-                memo[u] = memo[kids[0]] | memo[kids[1]]
-            elif k == ALT_K:
+                return mask if mask & (mask - 1) == 0 else 0  # type: ignore[operator,return-value]
+            if k in (SEQ_K, AND_K):
+                return parts[0] | parts[1]
+            if k == ALT_K:
                 out = -1
-                for c in kids:
-                    out &= memo[c]
-                memo[u] = out
-            elif k == REPEAT_K:
-                memo[u] = memo[kids[0]] if s.b[u][0] >= 1 else 0  # type: ignore[index]
-            elif k in (POSS_K, DIFF_K):
-                memo[u] = memo[kids[0]]
-            else:  # EMPTY, NOTHING, SYM, LAZY
-                memo[u] = 0
-        return memo[t]
+                for part in parts:
+                    out &= part
+                return out
+            if k == REPEAT_K:
+                return parts[0] if s.b[u][0] >= 1 else 0  # type: ignore[index]
+            if k in (POSS_K, DIFF_K):
+                return parts[0]
+            return 0  # EMPTY, NOTHING, SYM, LAZY
+
+        return _fold(t, self._required, kids, combine)
 
     def bound(self, unit: int) -> int | None:
         """``B`` for repetitions of ``unit``: more units than one token can complete (None: no
@@ -196,34 +189,23 @@ class CountClamp:
     def term(self, t: int) -> int:
         """``t`` with the counts of its repetitions clamped (outside set operations, lexemes and
         the units themselves)."""
-        s, memo = self.s, self._term
-        stack = [(t, False)]
-        while stack:
-            u, ready = stack.pop()
-            if u in memo:
-                continue
+        s = self.s
+
+        def kids(u: int) -> list[int]:
             k = s.kind[u]
             if k == SEQ_K:
-                kids = [s.a[u], s.b[u]]
-            elif k == ALT_K:
-                kids = list(s.b[u])  # type: ignore[call-overload]
-            else:
-                kids = []
-            if kids and not ready:
-                stack.append((u, True))
-                stack.extend((c, False) for c in kids if c not in memo)
-                continue
+                return [s.a[u], s.b[u]]  # type: ignore[list-item]
+            return list(s.b[u]) if k == ALT_K else []  # type: ignore[call-overload]
+
+        def combine(u: int, parts: list[int]) -> int:
+            k = s.kind[u]
             if k == SEQ_K:
-                a, b = memo[kids[0]], memo[kids[1]]
-                memo[u] = u if (a, b) == (kids[0], kids[1]) else s.seq(a, b)
-            elif k == ALT_K:
-                new = [memo[c] for c in kids]
-                memo[u] = u if new == kids else s.alt(new)
-            elif k == REPEAT_K:
-                memo[u] = self._clamp_repeat(u)
-            else:
-                memo[u] = u
-        return memo[t]
+                return u if parts == kids(u) else s.seq(parts[0], parts[1])
+            if k == ALT_K:
+                return u if parts == kids(u) else s.alt(parts)
+            return self._clamp_repeat(u) if k == REPEAT_K else u
+
+        return _fold(t, self._term, kids, combine)
 
     def _clamp_repeat(self, t: int) -> int:
         lo, hi = self.s.b[t]  # type: ignore[misc]
@@ -296,3 +278,22 @@ class CountClamp:
                     return depth
             u = system.stack_parent[u]
         return depth
+
+
+def _fold(
+    root: int, memo: dict[int, int], kids: Callable[[int], list[int]], combine: Callable[[int, list[int]], int]
+) -> int:
+    """``combine(u, [values of kids(u)])`` for ``root`` and every term below it, children first,
+    memoised in ``memo``; iterative (a document's term is a long right-nested sequence)."""
+    stack = [(root, False)]
+    while stack:
+        u, ready = stack.pop()
+        if u in memo:
+            continue
+        below = kids(u)
+        if below and not ready:
+            stack.append((u, True))
+            stack.extend((c, False) for c in below if c not in memo)
+            continue
+        memo[u] = combine(u, [memo[c] for c in below])
+    return memo[root]

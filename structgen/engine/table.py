@@ -346,8 +346,8 @@ class TransitionTable:
         live = row[row != DEAD]
         if live.size < LOOP_REGION_MIN_BYTES:
             return None
-        targets, counts = np.unique(live, return_counts=True)
-        loop = int(targets[np.argmax(counts)])
+        targets, inverse = unique_inverse(live)
+        loop = int(targets[np.argmax(np.bincount(inverse))])
         if loop == cid or self.loop_bits(loop).bit_count() < LOOP_REGION_MIN_BYTES:
             return None
         self._grow()

@@ -148,13 +148,7 @@ def _self_encoded(node: ir.Node) -> bool:
     """Whether every character ``node`` can match has exactly one JSON spelling, itself, ``node``
     has no set operation and is in the canonical form the encoder builds: then its encoding is
     ``node`` itself."""
-    seen: set[int] = set()
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if id(n) in seen:
-            continue
-        seen.add(id(n))
+    for n in ir.iter_distinct(node):
         if isinstance(n, ir.Literal):
             try:
                 if not n.data or not _SELF_ENCODED.issuperset(n.data.decode("utf-8")):
@@ -168,10 +162,8 @@ def _self_encoded(node: ir.Node) -> bool:
             if n.negated or (len(r) == 1 and r[0][0] == r[0][1]) or ir.subtract_ranges(r, _SELF_ENCODED_RANGES):
                 return False
         elif isinstance(n, (ir.Seq, ir.Alt, ir.Repeat)):
-            kids = n.children()
-            if not _rebuilds_to_itself(n, list(kids)):
+            if not _rebuilds_to_itself(n, list(n.children())):
                 return False  # not in canonical form: the rebuild gives an equal, canonical node
-            stack.extend(kids)
         else:  # set operations (their lowering wants the registered decoded form), anything else
             return False
     return True
