@@ -38,3 +38,46 @@ def test_counted_masks_equal_walks(lo: int, hi: int, monkeypatch) -> None:  # ty
     for step, tok in enumerate(ids):
         assert np.array_equal(st.mask_words(), got[step]), f"mask differs at token {step}"
         assert st.commit_token(tok)
+
+
+def _byte_tokens(vocab) -> dict[int, int]:  # type: ignore[no-untyped-def]
+    """A text token of each single byte (every byte-level vocabulary has them)."""
+    out: dict[int, int] = {}
+    for tid in range(vocab.n_tokens):
+        b = vocab.token_bytes(tid)
+        if len(b) == 1 and vocab.is_text[tid]:
+            out.setdefault(b[0], tid)
+    return out
+
+
+@pytest.mark.parametrize("vocab_name", ["llama-bpe", "llama-spm"])
+@pytest.mark.parametrize(("lo", "hi"), [(0, 12), (5, 9)])
+def test_counted_masks_inside_a_begun_unit_equal_walks(vocab_name: str, lo: int, hi: int, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Inside a string escape or a multi-byte character of a length-bounded JSON string, every
+    byte position and count: the masks from per-token counts taken from the begun unit equal the
+    ordinary walk's."""
+    from structgen.schema import json_schema_to_grammar
+
+    vocab = load_vocab(vocab_name)
+    singles = _byte_tokens(vocab)
+    grammar = json_schema_to_grammar(
+        {"type": "object", "properties": {"s": {"type": "string", "minLength": lo, "maxLength": hi}}, "required": ["s"]}
+    )
+    # a prefix cut to the bounds, so that the instance is valid
+    chars = ["\\u00e9", "a", "\\n", "\u00e9", "\U0001f600", "\\\\", "b", "\\ud83d\\ude00"]
+    body = "".join((chars * 2)[: max(lo, min(hi, 9))])
+    text = '{"s":"' + body + '"}'
+    ids = [singles[b] for b in text.encode()]  # byte by byte: every begun-unit position is reached
+    fast = Constraint.compile(grammar, vocab)
+    st = fast.start()
+    got = []
+    for tok in ids:
+        got.append(st.mask_words().copy())
+        assert st.commit_token(tok), "the instance must be valid"
+    assert any(k[1] is not None and v is not None for k, v in fast._units.items()), "no begun unit was counted"
+    monkeypatch.setattr(Constraint, "_counted_base", lambda self, cid: None)
+    slow = Constraint.compile(grammar, vocab)
+    st = slow.start()
+    for step, tok in enumerate(ids):
+        assert np.array_equal(st.mask_words(), got[step]), f"mask differs after {text.encode()[:step]!r}"
+        assert st.commit_token(tok)

@@ -24,6 +24,7 @@ from .count_clamp import CountClamp, byte_limits_for
 from .counters import (
     CountedBase,
     CountedHead,
+    UnitAutomaton,
     UnitCounts,
     count_units,
     counted_base,
@@ -75,7 +76,8 @@ class Constraint:
         self._lock = threading.RLock()
         self._after_cache: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._counted: dict[int, tuple[CountedHead, UnitCounts, int] | None] = {}
-        self._units: dict[int, UnitCounts | None] = {}
+        self._units: dict[tuple[int, int | None], UnitCounts | None] = {}
+        self._automata: dict[int, UnitAutomaton | None] = {}
         self._bases: dict[tuple[int, int], CountedBase] = {}
         self._counted_words: dict[tuple[int, int, int, int], np.ndarray] = {}
         self._clamp = CountClamp(system, lambda: byte_limits_for(vocab))
@@ -270,7 +272,7 @@ class Constraint:
                 sid = stacks[0]
                 head = counted_head(self._machines.store, self._system.stack_top[sid])
                 if head is not None:
-                    counts = self._unit_counts(head.unit)
+                    counts = self._unit_counts(head.unit, head.partial)
                     if counts is not None:
                         top = head.unbounded(self._machines.store)
                         base = self._system.config([self._system.stack(self._system.stack_parent[sid], top)])
@@ -285,11 +287,22 @@ class Constraint:
             self._bases[(base, head.unit)] = sorted_base
         return sorted_base, head, (base, head.unit) + filter_bounds(sorted_base, head)
 
-    def _unit_counts(self, unit: int) -> UnitCounts | None:
-        if unit not in self._units:
-            table = unit_automaton(self._machines.store, unit)
-            self._units[unit] = None if table is None else count_units(table, self._trie)
-        return self._units[unit]
+    def _unit_counts(self, unit: int, partial: int | None = None) -> UnitCounts | None:
+        """Per-token counts of ``unit`` from a unit boundary, or from the begun unit
+        ``partial`` (None where that is not a state of the unit's automaton)."""
+        key = (unit, partial)
+        if key not in self._units:
+            if unit not in self._automata:
+                self._automata[unit] = unit_automaton(self._machines.store, unit)
+            auto = self._automata[unit]
+            found = None
+            if auto is not None:
+                # state 0 is the unit itself, not begun: only a unit boundary counts from there
+                start = 0 if partial is None else auto.states.get(partial, 0)
+                if partial is None or start > 0:
+                    found = count_units(auto.table, self._trie, start)
+            self._units[key] = found
+        return self._units[key]
 
     def commit(self, cid: int, token_id: int) -> int:
         """The configuration after ``token_id`` (DEAD if the token is not allowed)."""

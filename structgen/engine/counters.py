@@ -15,6 +15,12 @@ by how many units each token uses:
 The units of every token are found once per (unit, vocabulary) by a walk of the token trie through
 the unit's small automaton; each counted configuration then costs a few vectorised numpy
 operations.
+
+The same holds in the middle of a unit (after the ``\\`` of a string escape, or the first byte of a
+multi-byte character): the top term is then ``u' x{lo,hi} rest`` with ``u'`` a state of the unit's
+automaton, and the unit counts are taken from that state, the rest of ``u'`` counting as a unit
+that is already paid for. Without this, each such configuration was a full walk that could not
+accept anything in bulk (no count loops): 4-10 ms per escape inside a ``maxLength`` string.
 """
 
 from __future__ import annotations
@@ -36,31 +42,62 @@ MAX_UNIT_STATES = 512
 @dataclass(frozen=True)
 class CountedHead:
     """A configuration whose top term is ``x{lo,hi}`` (or ``other & x{lo,hi}``, a pattern with
-    length bounds) followed by ``rest``."""
+    length bounds) followed by ``rest``; or ``partial x{lo,hi} rest``, where ``partial`` is what
+    is left of a unit begun (a state of the unit's automaton, checked by the caller)."""
 
     unit: int
     lo: int
     hi: int | None
     rest: int
     other: int | None = None
+    partial: int | None = None
 
     def unbounded(self, store: TermStore) -> int:
         """The same top term with the count lifted: its mask is the superset to filter."""
         loop = store.repeat(self.unit, 0, None)
         if self.other is not None:
             loop = store.and_(self.other, loop)
-        return store.seq(loop, self.rest)
+        top = store.seq(loop, self.rest)
+        return top if self.partial is None else store.seq(self.partial, top)
+
+
+#: The most sequence parts a begun unit may show before its repetition (``\\u`` then four hex
+#: digits is five); longer prefixes are not looked for.
+MAX_PARTIAL_PARTS = 8
 
 
 def counted_head(store: TermStore, top: int) -> CountedHead | None:
-    """Recognise a counted repetition at the head of ``top`` that this module can handle."""
+    """Recognise a counted repetition at the head of ``top`` (or right after a begun unit) that
+    this module can handle."""
     top = store.force(top)
+    found = _head_at(store, *_split(store, top))
+    if found is not None or store.kind[top] != SEQ_K:
+        return found
+    # a begun unit: top = p1 (p2 (... (x{lo,hi} rest))); the caller checks that p1 p2 ... is a
+    # state of x's automaton
+    parts: list[int] = []
+    t = top
+    while store.kind[t] == SEQ_K and len(parts) < MAX_PARTIAL_PARTS:
+        parts.append(store.a[t])
+        t = store.force(store.b[t])  # type: ignore[arg-type]
+        head, rest = _split(store, t)
+        if store.kind[head] == REPEAT_K:
+            found = _head_at(store, head, rest, with_other=False)
+            if found is None:
+                return None
+            return CountedHead(found.unit, found.lo, found.hi, found.rest, None, store.seq_list(parts))
+    return None
+
+
+def _split(store: TermStore, top: int) -> tuple[int, int]:
     if store.kind[top] == SEQ_K:
-        head, rest = store.force(store.a[top]), store.b[top]
-    else:
-        head, rest = top, 1  # EMPTY
+        return store.force(store.a[top]), store.b[top]  # type: ignore[return-value]
+    return top, 1  # EMPTY
+
+
+def _head_at(store: TermStore, head: int, rest: int, *, with_other: bool = True) -> CountedHead | None:
     other = None
-    if store.kind[head] == AND_K:
+    if store.kind[head] == AND_K and with_other:
         # a pattern intersected with length bounds: count the units, let the pattern loop
         a, b = store.force(store.a[head]), store.force(store.b[head])  # type: ignore[arg-type]
         if store.kind[b] == REPEAT_K:  # type: ignore[index]
@@ -144,10 +181,20 @@ class UnitCounts:
         object.__setattr__(self, "leave_order", stable_order(self.leave))
 
 
-def unit_automaton(store: TermStore, x: int) -> np.ndarray | None:
+@dataclass(frozen=True)
+class UnitAutomaton:
     """Dense table of ``x*`` over bytes: state 0 is a unit boundary; entry ``-1`` leaves the
     repetition, ``-2`` is invalid (inside a unit), and ``>= 0`` moves on (``256 + s`` marks a
-    completed unit, back at state 0). None if ``x`` is not prefix-free or too large."""
+    completed unit, back at state 0). ``states`` maps each begun unit (a derivative of ``x``) to
+    its state."""
+
+    table: np.ndarray
+    states: dict[int, int]
+
+
+def unit_automaton(store: TermStore, x: int) -> UnitAutomaton | None:
+    """The automaton of ``x*`` (see :class:`UnitAutomaton`); None if ``x`` is not prefix-free or
+    too large."""
     index = {x: 0}
     order = [x]
     rows: list[np.ndarray] = []
@@ -174,7 +221,7 @@ def unit_automaton(store: TermStore, x: int) -> np.ndarray | None:
             row[mask_to_bools(part)] = target
         rows.append(row)
         i += 1
-    return np.stack(rows)
+    return UnitAutomaton(np.stack(rows), index)
 
 
 #: Unit counts by (trie, unit automaton): the same unit (a JSON string character, an array item
@@ -185,15 +232,19 @@ _COUNTS_MEMO_MAX = 64
 _counts_lock = threading.Lock()
 
 
-def count_units(table: np.ndarray, trie: TokenTrie) -> UnitCounts:
-    """Walk every token through the unit automaton ``table`` (see :func:`unit_automaton`);
-    remembered per (vocabulary trie, automaton) in this process."""
-    key = (id(trie), np.ascontiguousarray(table, dtype=np.int64).tobytes() + bytes(str(table.shape), "ascii"))
+def count_units(table: np.ndarray, trie: TokenTrie, start: int = 0) -> UnitCounts:
+    """Walk every token through the unit automaton ``table`` (see :func:`unit_automaton`) from
+    state ``start``; remembered per (vocabulary trie, automaton, start) in this process.
+
+    From a begun unit (``start > 0``) the counts are of the units after it: finishing the begun
+    one is free, and a token that ends inside it uses none."""
+    shape = bytes(f"{table.shape}/{start}", "ascii")
+    key = (id(trie), np.ascontiguousarray(table, dtype=np.int64).tobytes() + shape)
     with _counts_lock:
         found = _COUNTS_MEMO.get(key)
         if found is not None and found[0] is trie:
             return found[1]
-    counts = _count_units(table, trie)
+    counts = _count_units(table, trie, start)
     with _counts_lock:
         if len(_COUNTS_MEMO) >= _COUNTS_MEMO_MAX:
             _COUNTS_MEMO.pop(next(iter(_COUNTS_MEMO)))
@@ -201,14 +252,14 @@ def count_units(table: np.ndarray, trie: TokenTrie) -> UnitCounts:
     return counts
 
 
-def _count_units(table: np.ndarray, trie: TokenTrie) -> UnitCounts:
+def _count_units(table: np.ndarray, trie: TokenTrie, start: int) -> UnitCounts:
     n = trie.n_tokens
     stay = np.full(n, -1, dtype=np.int32)
     leave = np.full(n, -1, dtype=np.int32)
     if trie.depth == 0:
         return UnitCounts(stay, leave)
     nodes = np.arange(trie.level_byte[0].size, dtype=np.int64)
-    state = np.zeros(nodes.size, dtype=np.int32)
+    state = np.full(nodes.size, start, dtype=np.int32)
     units = np.zeros(nodes.size, dtype=np.int32)
     for k in range(trie.depth):
         step = table[state, trie.level_byte[k][nodes]]
@@ -239,6 +290,11 @@ def _count_units(table: np.ndarray, trie: TokenTrie) -> UnitCounts:
         state = np.repeat(state[has], counts)
         units = np.repeat(units[has], counts)
         nodes = ranges(trie.child_start[k][nodes[has]], counts)
+    if start:
+        # the begun unit was counted when it began: a token's first completion is that unit
+        # (state 0 is reached only by completing one, so every count here is at least 1)
+        stay = np.where(stay > 0, stay - 1, -1).astype(np.int32)
+        leave = np.where(leave > 0, leave - 1, -1).astype(np.int32)
     return UnitCounts(stay, leave)
 
 
