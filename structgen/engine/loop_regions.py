@@ -17,7 +17,7 @@ order.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -26,6 +26,8 @@ from .token_trie import TokenTrie
 
 #: Regions kept per vocabulary (one per distinct loop byte set met; each a few MB at most).
 MAX_REGIONS = 64
+#: Trimmed copies kept per region (one per set of root bytes that leave the loop elsewhere).
+MAX_TRIMMED = 16
 _lock = threading.Lock()
 
 
@@ -36,6 +38,50 @@ class LoopRegion:
     positions: np.ndarray  #: int64 positions in ``sorted_ids`` of the tokens accepted in the loop
     slack: np.ndarray  #: int32 per position: 3 where accepted under a multi-byte-character loop
     exits: dict[int, tuple[np.ndarray, np.ndarray]]  #: level -> (nodes int64, their bytes uint8)
+    #: trimmed copies by the root bytes removed (:meth:`without_children`)
+    trimmed: dict[int, LoopRegion] = field(default_factory=dict, compare=False, repr=False)
+
+    def without_children(self, trie: TokenTrie, differ: int) -> LoopRegion:
+        """This region with the tokens and exits under the root children whose bytes are in
+        ``differ`` removed, and those children added as exits at level 0: the walk from a
+        configuration one byte before the loop (table.py). Remembered per ``differ`` (an object
+        that allows other keys meets the same trimmed key region at every key: about 1 ms each)."""
+        found = self.trimmed.get(differ)
+        if found is None:
+            found = self._without_children(trie, differ)
+            with _lock:
+                if len(self.trimmed) >= MAX_TRIMMED:
+                    self.trimmed.pop(next(iter(self.trimmed)), None)
+                self.trimmed[differ] = found
+        return found
+
+    def _without_children(self, trie: TokenTrie, differ: int) -> LoopRegion:
+        root_bytes = trie.level_byte[0]
+        drop = np.flatnonzero(mask_to_bools(differ)[root_bytes])  # root nodes under which to drop
+        if drop.size == 0:
+            return self
+        starts, ends = trie.run_start[0][drop], trie.run_end[0][drop]
+
+        def outside(positions: np.ndarray) -> np.ndarray:
+            # positions in sorted_ids; the dropped root children's runs are sorted and disjoint
+            i = np.searchsorted(starts, positions, side="right") - 1
+            inside = (i >= 0) & (positions < ends[np.maximum(i, 0)])
+            return ~inside
+
+        keep = outside(self.positions)
+        exits: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        for k, (nodes, byts) in self.exits.items():
+            if k == 0:
+                ok = ~mask_to_bools(differ)[byts]
+            else:
+                ok = outside(trie.run_start[k][nodes])
+            exits[k] = (nodes[ok], byts[ok])
+        level0 = exits.get(0, (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.uint8)))
+        exits[0] = (
+            np.concatenate([level0[0], drop.astype(level0[0].dtype)]),
+            np.concatenate([level0[1], root_bytes[drop].astype(level0[1].dtype)]),
+        )
+        return LoopRegion(self.positions[keep], self.slack[keep], exits)
 
 
 def loop_region(trie: TokenTrie, loops: int, utf8: bool) -> LoopRegion:

@@ -338,7 +338,7 @@ class TransitionTable:
         if region is None:  # pragma: no cover - checked when found
             return None, cid
         if differ:
-            region = _without_children(region, trie, differ)
+            region = region.without_children(trie, differ)
         return region, loop
 
     def _find_before_loop(self, cid: int) -> tuple[int, int] | None:
@@ -600,34 +600,3 @@ class _Pieces:
         if len(self.ends) == 1:
             return ids, self.ends[0], self.slacks[0]
         return ids, np.concatenate(self.ends), np.concatenate(self.slacks)
-
-
-def _without_children(region: LoopRegion, trie: TokenTrie, differ: int) -> LoopRegion:
-    """``region`` with the tokens and exits under the root children whose bytes are in
-    ``differ`` removed, and those children added as exits at level 0."""
-    root_bytes = trie.level_byte[0]
-    drop = np.flatnonzero(mask_to_bools(differ)[root_bytes])  # root nodes under which to drop
-    if drop.size == 0:
-        return region
-    starts, ends = trie.run_start[0][drop], trie.run_end[0][drop]
-
-    def outside(positions: np.ndarray) -> np.ndarray:
-        # positions in sorted_ids; the dropped root children's runs are sorted and disjoint
-        i = np.searchsorted(starts, positions, side="right") - 1
-        inside = (i >= 0) & (positions < ends[np.maximum(i, 0)])
-        return ~inside
-
-    keep = outside(region.positions)
-    exits: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-    for k, (nodes, byts) in region.exits.items():
-        if k == 0:
-            ok = ~mask_to_bools(differ)[byts]
-        else:
-            ok = outside(trie.run_start[k][nodes])
-        exits[k] = (nodes[ok], byts[ok])
-    level0 = exits.get(0, (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.uint8)))
-    exits[0] = (
-        np.concatenate([level0[0], drop.astype(level0[0].dtype)]),
-        np.concatenate([level0[1], root_bytes[drop].astype(level0[1].dtype)]),
-    )
-    return LoopRegion(region.positions[keep], region.slack[keep], exits)
