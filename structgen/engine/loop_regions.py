@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..grammar.utf8 import utf8_sequences
 from .arrays import mask_to_bools, ranges
 from .token_trie import TokenTrie
 
@@ -40,6 +41,19 @@ class LoopRegion:
     exits: dict[int, tuple[np.ndarray, np.ndarray]]  #: level -> (nodes int64, their bytes uint8)
     #: trimmed copies by the root bytes removed (:meth:`without_children`)
     trimmed: dict[int, LoopRegion] = field(default_factory=dict, compare=False, repr=False)
+    #: level -> the bytes of its exits, as a 256-bit set: a walk skips the levels whose exit
+    #: bytes are all dead from its configuration (the newline runs of 80-byte whitespace tokens
+    #: inside a string body)
+    exit_bytes: dict[int, int] = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        masks = {}
+        for k, (_, byts) in self.exits.items():
+            bits = 0
+            for b in np.unique(byts).tolist():
+                bits |= 1 << b
+            masks[k] = bits
+        object.__setattr__(self, "exit_bytes", masks)
 
     def without_children(self, trie: TokenTrie, differ: int) -> LoopRegion:
         """This region with the tokens and exits under the root children whose bytes are in
@@ -84,19 +98,27 @@ class LoopRegion:
         return LoopRegion(self.positions[keep], self.slack[keep], exits)
 
 
-def loop_region(trie: TokenTrie, loops: int, utf8: bool) -> LoopRegion:
-    """The region of ``loops`` (a 256-bit set of the bytes that loop) in ``trie``, cached on it."""
-    cache: dict[tuple[int, bool], LoopRegion] | None = trie.__dict__.get("_loop_regions")
+def loop_region(trie: TokenTrie, loops: int, utf8: bool, chars: bool = False) -> LoopRegion:
+    """The region of ``loops`` (a 256-bit set of the bytes that loop) in ``trie``, cached on it.
+
+    ``chars`` (with ``utf8``: every multi-byte character loops, its prefixes live): the region
+    goes on through whole multi-byte characters too, so the walk has no exits at lead bytes.
+    Tokens that end inside a character are accepted with the loop configuration reported as
+    their end, which is right for a mask but not for the budget's figures: masks only."""
+    cache: dict[tuple[int, bool, bool], LoopRegion] | None = trie.__dict__.get("_loop_regions")
     if cache is None:
         with _lock:
             cache = trie.__dict__.get("_loop_regions")
             if cache is None:
                 cache = {}
                 object.__setattr__(trie, "_loop_regions", cache)
-    key = (loops, utf8)
+    chars = chars and utf8
+    key = (loops, utf8, chars)
     region = cache.get(key)
     if region is None:
-        region = build_loop_region(trie, loops, utf8)
+        region = build_loop_region(trie, loops, utf8, chars=chars)
+        if region is None:  # a token goes on inside a character with a byte none continues with
+            region = loop_region(trie, loops, utf8)
         with _lock:
             if len(cache) >= MAX_REGIONS:
                 cache.pop(next(iter(cache)))
@@ -104,49 +126,97 @@ def loop_region(trie: TokenTrie, loops: int, utf8: bool) -> LoopRegion:
     return region
 
 
-def build_loop_region(trie: TokenTrie, loops: int, utf8: bool) -> LoopRegion:
+def _utf8_steps() -> np.ndarray:
+    """UTF-8 decoding as an ``(states, 256)`` int8 table: state 0 is a character boundary,
+    where a lead byte moves to a partial character's state and any other byte gives -1; from a
+    partial character, a continuation moves on (0 when the character is complete) and any other
+    byte gives -2. Surrogates are not characters."""
+    seqs = [tuple(seq) for seq in utf8_sequences(0x80, 0xD7FF) + utf8_sequences(0xE000, 0x10FFFF)]
+    start = frozenset(seqs)
+    index = {start: 0}
+    order = [start]
+    rows = []
+    i = 0
+    while i < len(order):
+        row = np.full(256, -1 if i == 0 else -2, dtype=np.int8)
+        for b in range(256):
+            nxt = frozenset(seq[1:] for seq in order[i] if seq[0][0] <= b <= seq[0][1])
+            if not nxt:
+                continue
+            if () in nxt:  # UTF-8 is prefix-free: a complete character is the only possibility
+                row[b] = 0
+                continue
+            if nxt not in index:
+                index[nxt] = len(order)
+                order.append(nxt)
+            row[b] = index[nxt]
+        rows.append(row)
+        i += 1
+    return np.stack(rows)
+
+
+_UTF8_STEPS = _utf8_steps()
+
+
+def build_loop_region(trie: TokenTrie, loops: int, utf8: bool, *, chars: bool = False) -> LoopRegion | None:
     """Walk the nodes reachable from the root by looping bytes, with the walk's bulk rules: a
     node whose subtree holds only looping bytes is accepted whole, as is one whose subtree holds
-    looping ASCII bytes and well-formed UTF-8 when ``utf8`` (every multi-byte character loops)."""
+    looping ASCII bytes and well-formed UTF-8 when ``utf8`` (every multi-byte character loops).
+    With ``chars``, whole multi-byte characters count as looping (see :func:`loop_region`);
+    None if some token holds a lead byte followed by a byte that does not continue it."""
     loop_words = np.asarray([(loops >> (64 * i)) & ((1 << 64) - 1) for i in range(4)], dtype=np.uint64)
     looping = mask_to_bools(loops)
+    # steps[state, byte]: 0 back at the loop, > 0 inside a character, -1 an exit, -2 no region
+    if chars:
+        steps = _UTF8_STEPS.copy()
+        steps[0][looping] = 0
+    else:
+        steps = np.where(looping, 0, -1).astype(np.int8)[None, :]
     runs: list[np.ndarray] = []
     slacks: list[np.ndarray] = []
     exits: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     nodes = np.arange(trie.level_byte[0].size, dtype=np.int64)
     byts = trie.level_byte[0]
+    state = np.zeros(nodes.size, dtype=np.int8)
     for k in range(trie.depth):
-        inside = looping[byts]
-        if not inside.all():
-            exits[k] = (nodes[~inside], byts[~inside])
-        nodes = nodes[inside]
+        nxt = steps[state, byts]
+        if chars and (nxt == -2).any():
+            return None
+        out = nxt < 0
+        if out.any():
+            exits[k] = (nodes[out], byts[out])
+            nodes, nxt = nodes[~out], nxt[~out]
         if nodes.size == 0:
             break
+        at_loop = nxt == 0
         outside = trie.below[k][nodes] & ~loop_words
         whole = ~outside.any(axis=1)
         if utf8:
             more = ~whole & trie.utf8_below[k][nodes] & ~outside[:, :2].any(axis=1)
         else:
             more = np.zeros(nodes.size, dtype=bool)
-        bulk = whole | more
+        bulk = (whole | more) & at_loop  # inside a character only its own bytes may follow
         if bulk.any():
             starts = trie.run_start[k][nodes[bulk]]
             counts = trie.run_end[k][nodes[bulk]] - starts
             runs.append(ranges(starts, counts))
             slacks.append(np.repeat(np.where(more[bulk], 3, 0).astype(np.int32), counts))
-            nodes = nodes[~bulk]
+            nodes, nxt, at_loop = nodes[~bulk], nxt[~bulk], at_loop[~bulk]
         tc = trie.tok_count[k][nodes]
         ends = tc > 0
         if ends.any():
             runs.append(ranges(trie.tok_start[k][nodes[ends]], tc[ends]))
-            slacks.append(np.zeros(int(tc[ends].sum()), dtype=np.int32))
+            # a token ending inside a character: up to 3 bytes short of the loop (masks only)
+            slacks.append(np.repeat(np.where(at_loop[ends], 0, 3).astype(np.int32), tc[ends]))
         if k + 1 == trie.depth:
             break
         counts = trie.child_count[k][nodes]
         has = counts > 0
         if not has.any():
             break
-        nodes = ranges(trie.child_start[k][nodes[has]], counts[has])
+        counts = counts[has]
+        state = np.repeat(nxt[has], counts)
+        nodes = ranges(trie.child_start[k][nodes[has]], counts)
         byts = trie.level_byte[k + 1][nodes]
     positions = np.concatenate(runs) if runs else np.zeros(0, dtype=np.int64)
     slack = np.concatenate(slacks) if slacks else np.zeros(0, dtype=np.int32)

@@ -50,6 +50,7 @@ class TransitionTable:
         self.rows[DEAD, :] = DEAD
         self._flat = memoryview(self.rows.reshape(-1))  # element access without numpy scalars
         self._loop_bits: dict[int, int] = {}
+        self._live: dict[int, int] = {}
         self._before_loop: dict[int, tuple[int, int] | None] = {}
         self._classes: dict[int, tuple[int, ...] | None] = {}
         self._class_bytes: dict[int, np.ndarray] = {}
@@ -255,9 +256,9 @@ class TransitionTable:
         out = _Pieces(with_ends)
         views = trie.views()
         # where the walk enters the trie: the root's children, or the exits of a loop region
-        # budget figures (with_ends) keep the plain walk: a shifted region reports the slack of
-        # multi-byte loops for tokens the root walk reports exactly
-        region, loop = self._entry_region(cid, trie, shifted=not with_ends)
+        # budget figures (with_ends) keep the plain walk: a shifted region, or one through whole
+        # characters, reports the slack of multi-byte loops for tokens the root walk reports exactly
+        region, loop = self._entry_region(cid, trie, masks_only=not with_ends)
         frontier: list[tuple[int, int, int]] | None = []  # (node, state, parent) in Python mode
         nodes = states = parents = np.zeros(0, dtype=np.int64)
         if region is None:
@@ -269,7 +270,7 @@ class TransitionTable:
                 frontier = None
         else:
             out.add_positions(region.positions, loop, region.slack)
-            entries = region.exits
+            entries = self._live_exits(region, cid, loop)
         last_entry = max(entries, default=-1)
         for k in range(trie.depth):
             if frontier is not None and not frontier and k > last_entry:
@@ -315,7 +316,7 @@ class TransitionTable:
             states = self.gather(parents, trie.level_byte[k + 1][nodes])
         return out.result(trie)
 
-    def _entry_region(self, cid: int, trie: TokenTrie, *, shifted: bool = True) -> tuple[LoopRegion | None, int]:
+    def _entry_region(self, cid: int, trie: TokenTrie, *, masks_only: bool = True) -> tuple[LoopRegion | None, int]:
         """Where a walk from ``cid`` may start from a loop region: ``cid``'s own, or, when
         ``cid`` is one byte before a loop (a string of ``minLength`` 1, a pattern's ``x+``, a
         key that is not one of the listed names), the region of the loop configuration ``L``
@@ -323,10 +324,11 @@ class TransitionTable:
         ``L``'s behaves below it exactly as in a walk from ``L``; the region's tokens and exits
         under the other root children are dropped, and those children become exits at level 0,
         stepped from ``cid``. Returns the region (None: walk from the root) and the loop
-        configuration its accepted tokens end in. Masks only (``shifted``): the budget's figures
-        keep the root walk, whose slack for multi-byte loops differs."""
-        region = self._loop_region(cid, trie)
-        if region is not None or not shifted or trie.level_byte[0].size < 256:
+        configuration its accepted tokens end in. Shifted regions and regions through whole
+        multi-byte characters are for masks only (``masks_only``): the budget's figures keep the
+        root walk's ends, whose slack for multi-byte loops differs."""
+        region = self._loop_region(cid, trie, chars=masks_only)
+        if region is not None or not masks_only or trie.level_byte[0].size < 256:
             return region, cid
         found = self._before_loop.get(cid, False)
         if found is False:
@@ -334,12 +336,38 @@ class TransitionTable:
         if found is None:
             return None, cid
         loop, differ = found
-        region = self._loop_region(loop, trie)
+        region = self._loop_region(loop, trie, chars=True)
         if region is None:  # pragma: no cover - checked when found
             return None, cid
         if differ:
             region = region.without_children(trie, differ)
         return region, loop
+
+    def _live_exits(self, region: LoopRegion, cid: int, loop: int) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+        """The region's exits whose byte is live from their parent (``cid`` at level 0, ``loop``
+        below; both rows are complete): dead exits need no gather, and levels left without
+        exits none of the walk's per-level work."""
+        live_root = self._live_bits(cid)
+        live_loop = live_root if loop == cid else self._live_bits(loop)
+        entries: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        for k, (nodes, byts) in region.exits.items():
+            live = live_root if k == 0 else live_loop
+            present = region.exit_bytes[k]
+            if not present & live:
+                continue
+            if present & ~live:
+                keep = self.rows[cid if k == 0 else loop][byts] != DEAD
+                nodes, byts = nodes[keep], byts[keep]
+            entries[k] = (nodes, byts)
+        return entries
+
+    def _live_bits(self, cid: int) -> int:
+        """The bytes with a live transition from ``cid`` (its row complete), as a 256-bit int."""
+        r = self._live.get(cid)
+        if r is None:
+            words = np.packbits(self.rows[cid] != DEAD, bitorder="little").view(np.uint64).tolist()
+            r = self._live[cid] = words[0] | words[1] << 64 | words[2] << 128 | words[3] << 192
+        return r
 
     def _find_before_loop(self, cid: int) -> tuple[int, int] | None:
         row = self.rows[cid]
@@ -361,8 +389,9 @@ class TransitionTable:
             differ |= 1 << b
         return loop, differ
 
-    def _loop_region(self, cid: int, trie: TokenTrie) -> LoopRegion | None:
-        """The loop region of ``cid`` when it loops on enough bytes to be worth one."""
+    def _loop_region(self, cid: int, trie: TokenTrie, *, chars: bool = False) -> LoopRegion | None:
+        """The loop region of ``cid`` when it loops on enough bytes to be worth one (``chars``:
+        through whole multi-byte characters where they loop; masks only, see loop_regions.py)."""
         if trie.level_byte[0].size < 256:
             return None  # the root row is not filled by the walk anyway: do not force it
         if (self.rows[cid] == UNKNOWN).any():
@@ -373,7 +402,7 @@ class TransitionTable:
         loops = self.loop_bits(cid)
         if loops.bit_count() < LOOP_REGION_MIN_BYTES:
             return None
-        return loop_region(trie, loops, self.utf8_loop(cid))
+        return loop_region(trie, loops, self.utf8_loop(cid), chars)
 
     def _nodes_numpy(
         self,
