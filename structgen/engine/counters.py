@@ -75,12 +75,13 @@ def counted_head(store: TermStore, top: int) -> CountedHead | None:
         return found
     # a begun unit: top = p1 (p2 (... (x{lo,hi} rest))); the caller checks that p1 p2 ... is a
     # state of x's automaton
+    # nothing is forced here: a lazy rule further on is built when a walk reaches it, not before
     parts: list[int] = []
     t = top
     while store.kind[t] == SEQ_K and len(parts) < MAX_PARTIAL_PARTS:
         parts.append(store.a[t])
-        t = store.force(store.b[t])  # type: ignore[arg-type]
-        head, rest = _split(store, t)
+        t = store.b[t]  # type: ignore[assignment]
+        head, rest = (store.a[t], store.b[t]) if store.kind[t] == SEQ_K else (t, 1)
         if store.kind[head] == REPEAT_K:
             found = _head_at(store, head, rest, with_other=False)
             if found is None:
