@@ -29,15 +29,25 @@ def test_counted_masks_equal_walks(lo: int, hi: int, monkeypatch) -> None:  # ty
     st = fast.start()
     got = []
     for tok in ids:
-        got.append(st.mask_words().copy())
+        got.append((st.mask_words().copy(), _budget_figures(fast, st.config)))
         assert st.commit_token(tok)
     assert fast._counted_words, "the counted path was not taken"
     monkeypatch.setattr(Constraint, "_counted_base", lambda self, cid: None)
     slow = Constraint.compile(_grammar(lo, hi), vocab)
     st = slow.start()
     for step, tok in enumerate(ids):
-        assert np.array_equal(st.mask_words(), got[step]), f"mask differs at token {step}"
+        assert np.array_equal(st.mask_words(), got[step][0]), f"mask differs at token {step}"
+        for a, b in zip(_budget_figures(slow, st.config), got[step][1]):
+            assert np.array_equal(a, b), f"budget figures differ at token {step}"
         assert st.commit_token(tok)
+
+
+def _budget_figures(c: Constraint, cid: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each allowed token with the bytes its shortest completion needs, in id order (counted
+    configurations without units still required take them from the unbounded one)."""
+    ids, need = c._after(cid)
+    order = np.argsort(ids, kind="stable")
+    return ids[order], need[order]
 
 
 def _byte_tokens(vocab) -> dict[int, int]:  # type: ignore[no-untyped-def]
@@ -72,12 +82,14 @@ def test_counted_masks_inside_a_begun_unit_equal_walks(vocab_name: str, lo: int,
     st = fast.start()
     got = []
     for tok in ids:
-        got.append(st.mask_words().copy())
+        got.append((st.mask_words().copy(), _budget_figures(fast, st.config)))
         assert st.commit_token(tok), "the instance must be valid"
     assert any(k[1] is not None and v is not None for k, v in fast._units.items()), "no begun unit was counted"
     monkeypatch.setattr(Constraint, "_counted_base", lambda self, cid: None)
     slow = Constraint.compile(grammar, vocab)
     st = slow.start()
     for step, tok in enumerate(ids):
-        assert np.array_equal(st.mask_words(), got[step]), f"mask differs after {text.encode()[:step]!r}"
+        assert np.array_equal(st.mask_words(), got[step][0]), f"mask differs after {text.encode()[:step]!r}"
+        for a, b in zip(_budget_figures(slow, st.config), got[step][1]):
+            assert np.array_equal(a, b), f"budget figures differ after {text.encode()[:step]!r}"
         assert st.commit_token(tok)

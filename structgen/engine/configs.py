@@ -55,6 +55,7 @@ class ConfigSystem:
         self._accepting_stack: dict[int, bool] = {}
         self._shortest_stack: dict[int, int | None] = {}
         self._classes_memo: dict[int, tuple[int, ...] | None] = {}
+        self._term_shortest_memo: dict[int, int | None] = {}
         self.start = self.config([self.stack(-1, machines.body[machines.start])])
 
     # -- interning ------------------------------------------------------------------------------
@@ -217,7 +218,7 @@ class ConfigSystem:
         total = 0
         s = sid
         while s >= 0:
-            v = self._term_shortest(self.stack_top[s])
+            v = self.term_shortest(self.stack_top[s])
             if v is None:
                 total = None  # type: ignore[assignment]
                 break
@@ -226,31 +227,49 @@ class ConfigSystem:
         self._shortest_stack[sid] = total
         return total
 
-    def _term_shortest(self, t: int) -> int | None:
+    def term_shortest(self, t: int) -> int | None:
+        """Bytes in the shortest sentence of ``t``, a call counting its machine's shortest."""
         if not self.store.flags[t] & HAS_SYM:
             return self.store.shortest(t)
-        return _shortest_with_calls(self.store, t, self.m)
-
-
-def _shortest_with_calls(store: TermStore, t: int, m: Machines) -> int | None:
-    k = store.kind[t]
-    if k == SYM_K:
-        sym = store.a[t]
-        return m.shortest[symbol_index(sym)] if is_call(sym) else 0
-    if k == SEQ_K:
-        a = _shortest_with_calls(store, store.a[t], m)
-        b = _shortest_with_calls(store, store.b[t], m)  # type: ignore[arg-type]
-        return None if a is None or b is None else a + b
-    if k == ALT_K:
-        vals = [v for v in (_shortest_with_calls(store, u, m) for u in store.b[t]) if v is not None]  # type: ignore[union-attr]
-        return min(vals) if vals else None
-    if k == REPEAT_K:
-        lo = store.b[t][0]  # type: ignore[index]
-        if lo == 0:
-            return 0
-        v = _shortest_with_calls(store, store.a[t], m)
-        return None if v is None else lo * v
-    return store.shortest(t)
+        memo = self._term_shortest_memo
+        if t in memo:
+            return memo[t]
+        store, m = self.store, self.m
+        # iterative and memoised: a document's term is a long right-nested sequence, and each new
+        # configuration's top term shares all but its head with terms measured before
+        stack = [t]
+        while stack:
+            u = stack[-1]
+            if u in memo:
+                stack.pop()
+                continue
+            k = store.kind[u]
+            r: int | None
+            if not store.flags[u] & HAS_SYM:
+                r = store.shortest(u)
+            elif k == SYM_K:
+                sym = store.a[u]
+                r = m.shortest[symbol_index(sym)] if is_call(sym) else 0
+            elif k in (SEQ_K, ALT_K, REPEAT_K):
+                parts = (store.a[u], store.b[u]) if k == SEQ_K else store.b[u] if k == ALT_K else (store.a[u],)
+                missing = [p for p in parts if p not in memo]  # type: ignore[union-attr]
+                if missing:
+                    stack.extend(missing)  # type: ignore[arg-type]
+                    continue
+                vals = [memo[p] for p in parts]  # type: ignore[union-attr, index]
+                if k == SEQ_K:
+                    r = None if None in vals else vals[0] + vals[1]  # type: ignore[operator]
+                elif k == ALT_K:
+                    live = [v for v in vals if v is not None]
+                    r = min(live) if live else None
+                else:
+                    lo = store.b[u][0]  # type: ignore[index]
+                    r = 0 if lo == 0 else None if vals[0] is None else lo * vals[0]
+            else:  # set operations, greedy lexemes: symbols inside count as 0 there
+                r = store.shortest(u)
+            memo[u] = r
+            stack.pop()
+        return memo[t]
 
 
 __all__ = ["ConfigSystem", "DEAD", "call_symbol"]

@@ -19,6 +19,7 @@ from ..errors import ConstraintError, GrammarError, LimitError
 from ..grammar import ir
 from ..grammar.grammar import Grammar
 from .arrays import unique_inverse
+from .budget_bound import CompletionBound
 from .configs import DEAD, ConfigSystem
 from .count_clamp import CountClamp, byte_limits_for
 from .counters import (
@@ -61,7 +62,7 @@ class Constraint:
         self.limits = limits
         self._machines = machines
         self._system = system
-        self._table = TransitionTable(system)
+        self._table = TransitionTable(system, tail_missing=lambda: vocab.utf8_tail_missing)
         self._trie = token_trie_for(vocab)
         self._width = vocab.logit_width
         self._words = words_for(self._width)
@@ -75,6 +76,7 @@ class Constraint:
         # requests may share a constraint across threads: computing (not reading) takes the lock
         self._lock = threading.RLock()
         self._after_cache: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._top_need: dict[int, int] = {}  # the largest figure of _after, per configuration
         self._counted: dict[int, tuple[CountedHead, UnitCounts, int] | None] = {}
         self._units: dict[tuple[int, int | None], UnitCounts | None] = {}
         self._automata: dict[int, UnitAutomaton | None] = {}
@@ -82,6 +84,7 @@ class Constraint:
         self._counted_words: dict[tuple[int, int, int, int], np.ndarray] = {}
         self._clamp = CountClamp(system, lambda: byte_limits_for(vocab))
         self._budget_clamp = CountClamp(system, lambda: byte_limits_for(vocab), keep_lengths=True)
+        self._bound = CompletionBound(system, machines.rule_bound)
 
     # -- construction ---------------------------------------------------------------------------
 
@@ -233,6 +236,9 @@ class Constraint:
         """:meth:`_after` computed by a walk from ``cid`` itself. A twin whose upper counts are
         clamped has the same tokens and the same shortest completion after each of them
         (count_clamp.py), so the caller asks for the twin's instead where there is one."""
+        counted = self._counted_after(cid)
+        if counted is not None:
+            return counted
         ids, ends, slack = self._table.walk_ends(cid, self._trie)
         uniq, inverse = unique_inverse(ends)
         short = np.asarray([self._shortest_or_big(int(u)) for u in uniq], dtype=np.int64)
@@ -248,18 +254,55 @@ class Constraint:
             need = np.concatenate([need] + extra_need)
         return (ids.astype(np.int64), need)
 
+    def _counted_after(self, cid: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """:meth:`_after` inside a counted repetition with no units still required (a string
+        under ``maxLength``): every token's shortest completion is the one it has in the
+        unbounded repetition (the repetition may stop at once either way), so the figures are the
+        unbounded configuration's, restricted to the tokens this count allows (its mask). Each
+        count was a walk that could not loop before: 10-15 ms inside a long string."""
+        if self._atom_ids or self._counted_base(cid) is None:
+            return None
+        head, _, base = self._counted[cid]  # type: ignore[misc]
+        if head.lo > 0:
+            return None  # units still required: the shortest completion depends on the count
+        ids, need = self._after(base)
+        allowed = unpack(self.mask_words(cid), self._width)
+        keep = allowed[ids]
+        return ids[keep], need[keep]
+
     def _shortest_or_big(self, cid: int) -> int:
         v = self._system.shortest(cid)
         return 1 << 40 if v is None else v
 
     def mask_words_within(self, cid: int, budget: int) -> np.ndarray:
         """The mask of ``cid`` keeping only tokens after which the grammar can still close within
-        ``budget`` tokens in all (the token itself and the final end-of-sequence included)."""
+        ``budget`` tokens in all (the token itself and the final end-of-sequence included).
+        While no token can need that many, it is the plain mask (budget_bound.py)."""
+        if not self._atom_ids and self._bounded(cid, budget):
+            return self.mask_words(cid)
         ids, need = self._after(cid)
+        top = self._top_need.get(cid)
+        if top is None:
+            top = int(need.max(initial=-1))
+            if len(self._top_need) >= self.limits.max_cached_masks:
+                self._top_need.pop(next(iter(self._top_need)), None)
+            self._top_need[cid] = top
+        if top <= budget - 2 and not self._atom_ids:
+            return self.mask_words(cid)  # every token fits: the cached plain mask, not a new pack
         keep = ids[need <= budget - 2]
         if budget >= 1 and self._system.accepting(cid) and len(self._eos):
             keep = np.concatenate([keep, self._eos])
         return pack_ids(keep, self._width)
+
+    def _bounded(self, cid: int, budget: int) -> bool:
+        if self._bound.known(cid):
+            return self._bound.plentiful(cid, budget)
+        with self._lock:
+            return self._bounded_locked(cid, budget)
+
+    @deep_recursion
+    def _bounded_locked(self, cid: int, budget: int) -> bool:
+        return self._bound.plentiful(cid, budget)
 
     def _counted_base(self, cid: int) -> tuple[CountedBase, CountedHead, tuple[int, int, int, int]] | None:
         """If ``cid`` sits in a counted repetition (see counters.py): the sorted unbounded mask,

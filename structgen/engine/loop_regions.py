@@ -30,6 +30,10 @@ MAX_REGIONS = 64
 #: Trimmed copies kept per region (one per set of root bytes that leave the loop elsewhere).
 MAX_TRIMMED = 16
 _lock = threading.Lock()
+#: Slack of a token accepted in bulk under a multi-byte-character loop: it may end up to 3 bytes
+#: short of the loop configuration it is reported with (made exact per token by the walk, from
+#: the vocabulary's ``utf8_tail_missing``).
+MULTIBYTE_SLACK = 3
 
 
 @dataclass(frozen=True)
@@ -104,7 +108,8 @@ def loop_region(trie: TokenTrie, loops: int, utf8: bool, chars: bool = False) ->
     ``chars`` (with ``utf8``: every multi-byte character loops, its prefixes live): the region
     goes on through whole multi-byte characters too, so the walk has no exits at lead bytes.
     Tokens that end inside a character are accepted with the loop configuration reported as
-    their end, which is right for a mask but not for the budget's figures: masks only."""
+    their end and a slack of :data:`MULTIBYTE_SLACK`, which the walk makes the bytes the
+    character lacks."""
     cache: dict[tuple[int, bool, bool], LoopRegion] | None = trie.__dict__.get("_loop_regions")
     if cache is None:
         with _lock:
@@ -200,14 +205,14 @@ def build_loop_region(trie: TokenTrie, loops: int, utf8: bool, *, chars: bool = 
             starts = trie.run_start[k][nodes[bulk]]
             counts = trie.run_end[k][nodes[bulk]] - starts
             runs.append(ranges(starts, counts))
-            slacks.append(np.repeat(np.where(more[bulk], 3, 0).astype(np.int32), counts))
+            slacks.append(np.repeat(np.where(more[bulk], MULTIBYTE_SLACK, 0).astype(np.int32), counts))
             nodes, nxt, at_loop = nodes[~bulk], nxt[~bulk], at_loop[~bulk]
         tc = trie.tok_count[k][nodes]
         ends = tc > 0
         if ends.any():
             runs.append(ranges(trie.tok_start[k][nodes[ends]], tc[ends]))
-            # a token ending inside a character: up to 3 bytes short of the loop (masks only)
-            slacks.append(np.repeat(np.where(at_loop[ends], 0, 3).astype(np.int32), tc[ends]))
+            # a token ending inside a character: up to 3 bytes short of the loop
+            slacks.append(np.repeat(np.where(at_loop[ends], 0, MULTIBYTE_SLACK).astype(np.int32), tc[ends]))
         if k + 1 == trie.depth:
             break
         counts = trie.child_count[k][nodes]

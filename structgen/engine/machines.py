@@ -13,6 +13,7 @@ call itself, directly or not, before reading anything) is refused.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 
 from ..errors import GrammarError, LimitError
 from ..grammar import ir
@@ -50,6 +51,9 @@ class Machines:
     start: int = 0
     token_atoms: list[ir.Token] = field(default_factory=list)
     nullable: list[bool] = field(default_factory=list)
+    #: for a lazy rule's name: the largest shortest completion after any prefix of it, in bytes
+    #: (None: unknown), computed on the grammar without building the rule (budget_bound.py)
+    rule_bound: Callable[[object], int | None] = field(default=lambda name: None, repr=False)
     _shortest: list[int | None] | None = None
 
     @property
@@ -78,6 +82,7 @@ class _Lowering:
         self.memo: dict[ir.Node, int] = {}
         self.facts: dict[ir.Node, tuple[bool, bool, bool]] = {}
         self.shortest_memo: dict[ir.Node, int | None] = {}
+        self.bound_memo: dict[ir.Node, int | None] = {}
         store.expander = self.expand
 
     def expand(self, key: object) -> int:
@@ -145,6 +150,55 @@ class _Lowering:
         else:  # pragma: no cover - pure nodes without set operations are the kinds above
             raise TypeError(f"no shortest length for {type(n).__name__}")
         self.shortest_memo[n] = r
+        return r
+
+    def rule_bound(self, name: object) -> int | None:
+        """:meth:`completion_bound` of the pure rule ``name`` (a lazy term's key)."""
+        if not isinstance(name, str) or name not in self.g.rules or name in self.dead:
+            return None
+        try:
+            return self.completion_bound(self.g.rules[name])
+        except RecursionError:
+            return None  # no bound: the budget mask walks
+
+    def completion_bound(self, n: ir.Node) -> int | None:
+        """The largest shortest completion, in bytes, after any prefix of a pure node without set
+        operations (the grammar-side twin of budget_bound.CompletionBound.term); None if it has
+        no sentence."""
+        if n in self.bound_memo:
+            return self.bound_memo[n]
+        r: int | None
+        if isinstance(n, (ir.Literal, ir.ByteClass)):
+            r = self.shortest_bytes(n)
+        elif isinstance(n, ir.CharClass):
+            cps = n.codepoints()
+            r = _utf8_length(cps[-1][1]) if cps else None  # the longest character bounds its suffixes
+        elif isinstance(n, ir.Seq):
+            r, tail = 0, 0
+            for item in reversed(n.items):
+                bound, short = self.completion_bound(item), self.shortest_bytes(item)
+                if bound is None or short is None:
+                    r = None
+                    break
+                r, tail = max(bound + tail, r), tail + short
+        elif isinstance(n, ir.Alt):
+            live = [i for i in n.items if self.shortest_bytes(i) is not None]
+            bounds = [self.completion_bound(i) for i in live]
+            r = None if not live or None in bounds else max(bounds)  # type: ignore[type-var]
+        elif isinstance(n, ir.Repeat):
+            unit = self.shortest_bytes(n.item)
+            if n.max == 0 or (unit is None and n.min == 0):
+                r = 0
+            elif unit is None:
+                r = None
+            else:
+                bound = self.completion_bound(n.item)
+                r = None if bound is None else max(n.min * unit, bound + max(n.min - 1, 0) * unit)
+        elif isinstance(n, ir.Ref):
+            r = None if n.name in self.dead else self.completion_bound(self.g.rules[n.name])
+        else:  # pragma: no cover - pure nodes without set operations are the kinds above
+            raise TypeError(f"no completion bound for {type(n).__name__}")
+        self.bound_memo[n] = r
         return r
 
     def lower(self, n: ir.Node) -> int:
@@ -230,7 +284,7 @@ def _build(grammar: Grammar, store: TermStore | None) -> Machines:
             dead = dead | newly_dead
     except RecursionError:
         raise LimitError("grammar nested too deeply for the engine", limit="max_nesting") from None
-    m = Machines(store, list(low.machine_names), bodies, 0, list(low.atoms))
+    m = Machines(store, list(low.machine_names), bodies, 0, list(low.atoms), rule_bound=low.rule_bound)
     m.nullable = _machine_nullable(store, bodies)
     _refuse_left_recursion(store, m)
     return m

@@ -11,13 +11,14 @@ walks become pure numpy.
 from __future__ import annotations
 
 from bisect import bisect_left
+from typing import Callable
 
 import numpy as np
 
 from ..grammar.utf8 import utf8_sequences
 from .arrays import mask_to_bools, ranges, unique, unique_inverse
 from .configs import DEAD, ConfigSystem
-from .loop_regions import LoopRegion, loop_region
+from .loop_regions import MULTIBYTE_SLACK, LoopRegion, loop_region
 from .token_trie import LevelViews, TokenTrie
 
 UNKNOWN = -1
@@ -44,8 +45,14 @@ _MULTIBYTE_SEQUENCES = utf8_sequences(0x80, 0xD7FF) + utf8_sequences(0xE000, 0x1
 class TransitionTable:
     """Lazily computed byte transitions between configurations."""
 
-    def __init__(self, system: ConfigSystem, capacity: int = 1024) -> None:
+    def __init__(
+        self, system: ConfigSystem, capacity: int = 1024, tail_missing: Callable[[], np.ndarray] | None = None
+    ) -> None:
         self.system = system
+        #: per token id, the bytes its last character lacks (``Vocab.utf8_tail_missing``, asked
+        #: for by the first walk with ends): the exact slack of tokens accepted in bulk that end
+        #: inside a multi-byte character
+        self._tail_missing = tail_missing
         self.rows = np.full((max(capacity, 16), 256), UNKNOWN, dtype=np.int32)
         self.rows[DEAD, :] = DEAD
         self._flat = memoryview(self.rows.reshape(-1))  # element access without numpy scalars
@@ -253,12 +260,10 @@ class TransitionTable:
         if trie.depth == 0 or cid == DEAD:
             return empty, empty, empty
         self._grow()  # configurations made outside the table (counted bases, token atoms) need rows
-        out = _Pieces(with_ends)
+        out = _Pieces(with_ends, self._tail_missing() if with_ends and self._tail_missing else None)
         views = trie.views()
         # where the walk enters the trie: the root's children, or the exits of a loop region
-        # budget figures (with_ends) keep the plain walk: a shifted region, or one through whole
-        # characters, reports the slack of multi-byte loops for tokens the root walk reports exactly
-        region, loop = self._entry_region(cid, trie, masks_only=not with_ends)
+        region, loop = self._entry_region(cid, trie)
         frontier: list[tuple[int, int, int]] | None = []  # (node, state, parent) in Python mode
         nodes = states = parents = np.zeros(0, dtype=np.int64)
         if region is None:
@@ -316,7 +321,7 @@ class TransitionTable:
             states = self.gather(parents, trie.level_byte[k + 1][nodes])
         return out.result(trie)
 
-    def _entry_region(self, cid: int, trie: TokenTrie, *, masks_only: bool = True) -> tuple[LoopRegion | None, int]:
+    def _entry_region(self, cid: int, trie: TokenTrie) -> tuple[LoopRegion | None, int]:
         """Where a walk from ``cid`` may start from a loop region: ``cid``'s own, or, when
         ``cid`` is one byte before a loop (a string of ``minLength`` 1, a pattern's ``x+``, a
         key that is not one of the listed names), the region of the loop configuration ``L``
@@ -324,11 +329,12 @@ class TransitionTable:
         ``L``'s behaves below it exactly as in a walk from ``L``; the region's tokens and exits
         under the other root children are dropped, and those children become exits at level 0,
         stepped from ``cid``. Returns the region (None: walk from the root) and the loop
-        configuration its accepted tokens end in. Shifted regions and regions through whole
-        multi-byte characters are for masks only (``masks_only``): the budget's figures keep the
-        root walk's ends, whose slack for multi-byte loops differs."""
-        region = self._loop_region(cid, trie, chars=masks_only)
-        if region is not None or not masks_only or trie.level_byte[0].size < 256:
+        configuration its accepted tokens end in. A token the region accepts inside a multi-byte
+        character is reported with the loop configuration and the bytes its character lacks
+        (exact where completing the character is the shortest way on, as in JSON strings; never
+        less than the root walk's figure)."""
+        region = self._loop_region(cid, trie)
+        if region is not None or trie.level_byte[0].size < 256:
             return region, cid
         found = self._before_loop.get(cid, False)
         if found is False:
@@ -336,7 +342,7 @@ class TransitionTable:
         if found is None:
             return None, cid
         loop, differ = found
-        region = self._loop_region(loop, trie, chars=True)
+        region = self._loop_region(loop, trie)
         if region is None:  # pragma: no cover - checked when found
             return None, cid
         if differ:
@@ -389,9 +395,9 @@ class TransitionTable:
             differ |= 1 << b
         return loop, differ
 
-    def _loop_region(self, cid: int, trie: TokenTrie, *, chars: bool = False) -> LoopRegion | None:
-        """The loop region of ``cid`` when it loops on enough bytes to be worth one (``chars``:
-        through whole multi-byte characters where they loop; masks only, see loop_regions.py)."""
+    def _loop_region(self, cid: int, trie: TokenTrie) -> LoopRegion | None:
+        """The loop region of ``cid`` when it loops on enough bytes to be worth one (through
+        whole multi-byte characters where they loop, see loop_regions.py)."""
         if trie.level_byte[0].size < 256:
             return None  # the root row is not filled by the walk anyway: do not force it
         if (self.rows[cid] == UNKNOWN).any():
@@ -402,7 +408,7 @@ class TransitionTable:
         loops = self.loop_bits(cid)
         if loops.bit_count() < LOOP_REGION_MIN_BYTES:
             return None
-        return loop_region(trie, loops, self.utf8_loop(cid), chars)
+        return loop_region(trie, loops, self.utf8_loop(cid), chars=True)
 
     def _nodes_numpy(
         self,
@@ -436,7 +442,7 @@ class TransitionTable:
                 starts = trie.run_start[k][nodes[bulk]]
                 slack = None
                 if out.with_ends:
-                    slack = np.where(more[accepted], 3, 0).astype(np.int32)
+                    slack = np.where(more[accepted], MULTIBYTE_SLACK, 0).astype(np.int32)
                 out.add(starts, trie.run_end[k][nodes[bulk]] - starts, states[bulk], slack)
                 keep = np.ones(nodes.size, dtype=bool)
                 keep[bulk] = False
@@ -479,7 +485,7 @@ class TransitionTable:
                 if not outside:
                     slack = 0
                 elif not outside & ASCII_BITS and v.utf8_below[node] and self.utf8_loop(state):
-                    slack = 3
+                    slack = MULTIBYTE_SLACK
                 if slack >= 0:
                     lo = v.run_start[node]
                     out.add_py(lo, v.run_end[node] - lo, state, slack)
@@ -565,8 +571,9 @@ class _Pieces:
     """What a walk accepts: runs of ``sorted_ids`` positions, each with its end configuration
     and slack, gathered from numpy levels (arrays) and Python levels (scalars)."""
 
-    def __init__(self, with_ends: bool) -> None:
+    def __init__(self, with_ends: bool, tail_missing: np.ndarray | None = None) -> None:
         self.with_ends = with_ends
+        self.tail_missing = tail_missing
         self.runs: list[np.ndarray] = []
         self.ends: list[np.ndarray] = []
         self.slacks: list[np.ndarray] = []
@@ -626,6 +633,12 @@ class _Pieces:
         ids = trie.sorted_ids[self.runs[0] if len(self.runs) == 1 else np.concatenate(self.runs)]
         if ids.size == 0 or not self.with_ends:
             return ids, empty, empty
-        if len(self.ends) == 1:
-            return ids, self.ends[0], self.slacks[0]
-        return ids, np.concatenate(self.ends), np.concatenate(self.slacks)
+        ends = self.ends[0] if len(self.ends) == 1 else np.concatenate(self.ends)
+        slack = self.slacks[0] if len(self.slacks) == 1 else np.concatenate(self.slacks)
+        if self.tail_missing is not None:
+            # "up to 3 bytes short" made exact: the bytes the token's last character lacks
+            short = slack == MULTIBYTE_SLACK
+            if short.any():
+                slack = slack.copy()
+                slack[short] = self.tail_missing[ids[short]]
+        return ids, ends, slack

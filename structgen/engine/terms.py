@@ -110,6 +110,10 @@ class TermStore:
             r = self._forced[t] = self.expander(self.b[t])
         return r
 
+    def built(self, t: int) -> int | None:
+        """The term behind lazy term ``t`` if it was built already, else None (builds nothing)."""
+        return self._forced.get(t)
+
     def bytes_(self, mask: int) -> int:
         if mask == 0:
             return NOTHING

@@ -312,6 +312,29 @@ class Vocab:
         return m["lengths"]
 
     @property
+    def utf8_tail_missing(self) -> np.ndarray:
+        """``int8[n_tokens]``: how many bytes the token's last character still lacks where the
+        token ends inside a multi-byte UTF-8 character (byte-level vocabularies split characters
+        anywhere), else 0. Read from the trailing bytes: a lead byte followed by fewer
+        continuation bytes than it announces."""
+        m = self._memo
+        if "utf8_tail_missing" not in m:
+            lengths = np.diff(self._offsets)
+            ends = self._offsets[1:]
+            missing = np.zeros(lengths.size, dtype=np.int8)
+            open_ = lengths > 0  # every byte after the one looked at is a continuation byte
+            for back in range(1, 5):
+                here = open_ & (lengths >= back)
+                byte = np.zeros(lengths.size, dtype=np.int64)
+                byte[here] = self._buffer[ends[here] - back]
+                lead = here & (byte >= 0xC0)
+                need = np.where(byte >= 0xF0, 4, np.where(byte >= 0xE0, 3, 2))
+                missing[lead] = np.maximum(need[lead] - back, 0)
+                open_ = here & (byte >= 0x80) & (byte < 0xC0)
+            m["utf8_tail_missing"] = _read_only(missing)
+        return m["utf8_tail_missing"]
+
+    @property
     def is_text(self) -> np.ndarray:
         """``bool[n_tokens]``: tokens that may appear as text (not special, not empty)."""
         m = self._memo
