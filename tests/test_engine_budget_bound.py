@@ -101,3 +101,16 @@ def test_budget_masks_equal_their_figures_at_every_budget(name: str) -> None:
             if budget >= 1:
                 assert np.array_equal(st.mask_words(budget=budget), _walked(c, cid, budget)), (step, budget)
         assert st.commit_token(tok)
+
+
+def test_budget_mask_of_a_pattern_with_a_length_bound() -> None:
+    """Regression: a pattern intersected with ``maxLength`` is a counted configuration that is its
+    own unbounded one once its count is lifted; its budget figures recursed forever into
+    themselves ("grammar nested too deeply")."""
+    vocab = load_vocab("llama-bpe")
+    c = Constraint.compile(json_schema_to_grammar({"type": "string", "pattern": "^[a-z]+$", "maxLength": 5}), vocab)
+    st = c.start()
+    for tok in greedy_tokens(vocab, b'"abcd"'):
+        for budget in (3, 6, 50):
+            assert np.array_equal(st.mask_words(budget=budget), _walked(c, st.config, budget))
+        assert st.commit_token(tok)

@@ -263,8 +263,10 @@ class Constraint:
         if self._atom_ids or self._counted_base(cid) is None:
             return None
         head, _, base = self._counted[cid]  # type: ignore[misc]
-        if head.lo > 0:
-            return None  # units still required: the shortest completion depends on the count
+        if head.lo > 0 or base == cid:
+            # units still required: the shortest completion depends on the count; or the
+            # configuration is its own unbounded one (a pattern with a length bound, lifted)
+            return None
         ids, need = self._after(base)
         allowed = unpack(self.mask_words(cid), self._width)
         keep = allowed[ids]
