@@ -74,8 +74,8 @@ def counted_head(store: TermStore, top: int) -> CountedHead | None:
     if found is not None or store.kind[top] != SEQ_K:
         return found
     # a begun unit: top = p1 (p2 (... (x{lo,hi} rest))); the caller checks that p1 p2 ... is a
-    # state of x's automaton
-    # nothing is forced here: a lazy rule further on is built when a walk reaches it, not before
+    # state of x's automaton. Nothing is forced here: a lazy rule further on is built when a walk
+    # reaches it, not before.
     parts: list[int] = []
     t = top
     while store.kind[t] == SEQ_K and len(parts) < MAX_PARTIAL_PARTS:
@@ -178,8 +178,9 @@ class UnitCounts:
     def __post_init__(self) -> None:
         self.stay.flags.writeable = False  # shared by every constraint on the vocabulary
         self.leave.flags.writeable = False
-        object.__setattr__(self, "stay_order", stable_order(self.stay))
-        object.__setattr__(self, "leave_order", stable_order(self.leave))
+        # int32 ids: kept per (unit, begun state, vocabulary) for the process, 1 MB less each
+        object.__setattr__(self, "stay_order", stable_order(self.stay).astype(np.int32))
+        object.__setattr__(self, "leave_order", stable_order(self.leave).astype(np.int32))
 
 
 @dataclass(frozen=True)
