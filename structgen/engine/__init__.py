@@ -6,6 +6,8 @@
 * :mod:`.token_trie` - the vocabulary as a level-ordered byte trie (grammar-agnostic);
 * :mod:`.table` - the lazily filled numpy transition table and the token walk;
 * :mod:`.loop_regions` - the part of a walk inside a loop, once per (vocabulary, loop bytes);
+* :mod:`.counters`, :mod:`.count_clamp` - masks of counted repetitions, and twins that share them;
+* :mod:`.budget_bound` - a bound on the completion any token leaves: budget masks without a walk;
 * :mod:`.constraint` - `Constraint` (per grammar and vocabulary) and `State` (per request);
 * :mod:`.masks` - the packed int32 bitmask layout and helpers to apply masks to logits.
 """
