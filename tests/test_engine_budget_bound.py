@@ -82,6 +82,9 @@ def test_lazy_rules_stay_unbuilt_when_bounded() -> None:
     assert len(c._machines.store._forced) == built
     # '{"at": "' + the longest shortest completion inside a date-time + '"}'
     assert np.array_equal(st.mask_words(budget=200), st.mask_words())
+    # a saved and loaded constraint bounds its lazy rules the same way
+    loaded = Constraint.load(c.save(), vocab)
+    assert loaded._bound.config(loaded.start().config) == c._bound.config(st.config)
 
 
 @pytest.mark.parametrize("name", ["realistic_model", "tool_call"])

@@ -103,6 +103,7 @@ def load_constraint(blob: bytes, vocab: Vocab) -> Constraint:
         m["start"],
         [ir.Token(tuple(ids), name, neg) for ids, name, neg in m["atoms"]],
         list(m["nullable"]),
+        rule_bound=lowering.rule_bound,
     )
     lowering.atoms = list(machines.token_atoms)
     lowering.atom_index = {a: i for i, a in enumerate(machines.token_atoms)}
