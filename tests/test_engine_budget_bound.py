@@ -11,6 +11,9 @@ import pathlib
 import numpy as np
 import pytest
 from engine_support import greedy_tokens, load_vocab
+from gbnf_strategies import TOKEN_FREE_NODE
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 
 from structgen.engine import Constraint
 from structgen.engine.budget_bound import MARGIN
@@ -117,3 +120,36 @@ def test_budget_mask_of_a_pattern_with_a_length_bound() -> None:
         for budget in (3, 6, 50):
             assert np.array_equal(st.mask_words(budget=budget), _walked(c, st.config, budget))
         assert st.commit_token(tok)
+
+
+def _toy_vocab():  # type: ignore[no-untyped-def]
+    from structgen import Vocab
+
+    multi = [b"ab", b"ba", b"aab", b"bbb", b"a\xc3", b"\xc3\xa9", b"\xc3\xa9a", b"\xe3\x81", b"b\xe3\x81\x82"]
+    return Vocab([bytes([i]) for i in range(256)] + multi, eos_token_ids=[0])
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(grammar=st.fixed_dictionaries({n: TOKEN_FREE_NODE for n in ("root", "a", "b-2")}), seed=st.integers(0, 1000))
+def test_completion_bound_holds_on_random_grammars(grammar: dict, seed: int) -> None:
+    """Any grammar (recursion, counted repetitions, optional parts): wherever the bound is
+    known, no allowed token leaves a longer completion, along a random walk."""
+    import random
+
+    from structgen import Grammar, GrammarError, LimitError
+
+    try:
+        c = Constraint.compile(Grammar(grammar, "root"), _toy_vocab())
+    except (GrammarError, LimitError):
+        assume(False)
+    rng = random.Random(seed)
+    st_ = c.start()
+    for _ in range(12):
+        cid = st_.config
+        ids, need = c._after(cid)
+        bound = c._bound.config(cid)
+        if bound is not None and ids.size:
+            assert int(need.max()) <= bound + 3
+        if not ids.size:
+            break
+        assert st_.commit_token(int(ids[rng.randrange(ids.size)]))

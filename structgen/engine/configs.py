@@ -55,6 +55,7 @@ class ConfigSystem:
         self._accepting_stack: dict[int, bool] = {}
         self._shortest_stack: dict[int, int | None] = {}
         self._classes_memo: dict[int, tuple[int, ...] | None] = {}
+        self._classes_busy: set[int] = set()
         self._term_shortest_memo: dict[int, int | None] = {}
         self.start = self.config([self.stack(-1, machines.body[machines.start])])
 
@@ -109,12 +110,17 @@ class ConfigSystem:
         if r is not None:
             return r
         out: set[int] = set()
-        self._advance(sid, symbol, out, 0)
+        self._advance(sid, symbol, out, 0, set())
         r = tuple(out)
         self._step_memo[key] = r
         return r
 
-    def _advance(self, sid: int, symbol: int, out: set[int], depth: int) -> None:
+    def _advance(self, sid: int, symbol: int, out: set[int], depth: int, seen: set[int]) -> None:
+        # a stack met again in one step adds nothing new: a nullable machine called in a loop
+        # (``a ::= b{2,}`` with ``b`` able to match nothing) returns to the same stack forever
+        if sid in seen:
+            return
+        seen.add(sid)
         store = self.store
         parent, top = self.stack_parent[sid], self.stack_top[sid]
         is_byte = symbol < 256
@@ -132,9 +138,10 @@ class ConfigSystem:
             callee = self.stack(caller, self.m.body[symbol_index(sym)])
             if depth > len(self.m.body):  # pragma: no cover - left recursion is refused at build
                 raise LimitError("call chain without input", limit="left_recursion")
-            self._advance(callee, symbol, out, depth + 1)
+            self._advance(callee, symbol, out, depth + 1, seen)
         if parent >= 0 and store.nullable_at(top, la):
-            self._advance(parent, symbol, out, depth)
+            # a return pops the frame a call pushed: `depth` counts calls still open
+            self._advance(parent, symbol, out, max(depth - 1, 0), seen)
 
     # -- byte classes -----------------------------------------------------------------------------
 
@@ -151,6 +158,19 @@ class ConfigSystem:
     def _stack_classes(self, sid: int) -> tuple[int, ...] | None:
         if sid in self._classes_memo:
             return self._classes_memo[sid]
+        if sid in self._classes_busy:
+            # back at a stack being computed (a nullable machine called in a loop returns to
+            # it): no partition, so the table steps byte by byte there (always exact)
+            return None
+        self._classes_busy.add(sid)
+        try:
+            part = self._stack_classes_uncached(sid)
+        finally:
+            self._classes_busy.discard(sid)
+        self._classes_memo[sid] = part
+        return part
+
+    def _stack_classes_uncached(self, sid: int) -> tuple[int, ...] | None:
         store = self.store
         parent, top = self.stack_parent[sid], self.stack_top[sid]
         part: tuple[int, ...] | None = None
@@ -169,7 +189,6 @@ class ConfigSystem:
             if part is not None and parent >= 0 and store.nullable[top]:
                 sub = self._stack_classes(parent)
                 part = None if sub is None else refine(part, sub)
-        self._classes_memo[sid] = part
         return part
 
     # -- acceptance and shortest completion -----------------------------------------------------
