@@ -37,15 +37,12 @@ from .configs import ConfigSystem
 from .machines import is_call, symbol_index
 from .terms import (
     ALT_K,
-    AND_K,
     BYTES_K,
-    DIFF_K,
     EMPTY_K,
     HAS_SETOP,
     HAS_SYM,
     LAZY_K,
     NOTHING_K,
-    POSS_K,
     REPEAT_K,
     SEQ_K,
     SYM_K,
@@ -152,16 +149,11 @@ class CompletionBound:
             if u in seen:
                 continue
             seen.add(u)
-            k = s.kind[u]
-            if k == SYM_K:
+            if s.kind[u] == SYM_K:
                 if is_call(s.a[u]):
                     out.add(symbol_index(s.a[u]))
-            elif k == ALT_K:
-                stack.extend(v for v in s.b[u] if s.flags[v] & HAS_SYM)  # type: ignore[union-attr]
-            elif k in (SEQ_K, AND_K, DIFF_K):
-                stack.extend(v for v in (s.a[u], s.b[u]) if s.flags[v] & HAS_SYM)  # type: ignore[misc]
-            elif k in (REPEAT_K, POSS_K) and s.flags[s.a[u]] & HAS_SYM:
-                stack.append(s.a[u])
+            else:
+                stack.extend(v for v in s.operands(u) if s.flags[v] & HAS_SYM)
         return out
 
     def _eval(self, t: int, calls: list[int | None], memo: dict[int, int | None]) -> int | None:
@@ -194,8 +186,8 @@ class CompletionBound:
                 else:
                     r = None if s.flags[u] & HAS_SETOP else self._rule_bound(s.b[u])
             elif k in (SEQ_K, ALT_K, REPEAT_K):
-                parts = (s.a[u], s.b[u]) if k == SEQ_K else s.b[u] if k == ALT_K else (s.a[u],)
-                missing = [p for p in parts if p not in memo]  # type: ignore[union-attr]
+                parts = s.operands(u)
+                missing = [p for p in parts if p not in memo]
                 if missing:
                     stack.extend(missing)  # type: ignore[arg-type]
                     continue

@@ -270,8 +270,8 @@ class ConfigSystem:
                 sym = store.a[u]
                 r = m.shortest[symbol_index(sym)] if is_call(sym) else 0
             elif k in (SEQ_K, ALT_K, REPEAT_K):
-                parts = (store.a[u], store.b[u]) if k == SEQ_K else store.b[u] if k == ALT_K else (store.a[u],)
-                missing = [p for p in parts if p not in memo]  # type: ignore[union-attr]
+                parts = store.operands(u)
+                missing = [p for p in parts if p not in memo]
                 if missing:
                     stack.extend(missing)  # type: ignore[arg-type]
                     continue

@@ -114,6 +114,18 @@ class TermStore:
         """The term behind lazy term ``t`` if it was built already, else None (builds nothing)."""
         return self._forced.get(t)
 
+    def operands(self, t: int) -> tuple[int, ...]:
+        """The terms ``t`` is built from: both parts of a sequence or set operation, a choice's
+        options, the unit of a repetition or lexeme (none for leaves)."""
+        k = self.kind[t]
+        if k in (SEQ_K, AND_K, DIFF_K):
+            return (self.a[t], self.b[t])  # type: ignore[return-value]
+        if k == ALT_K:
+            return self.b[t]  # type: ignore[return-value]
+        if k in (REPEAT_K, POSS_K):
+            return (self.a[t],)
+        return ()
+
     def bytes_(self, mask: int) -> int:
         if mask == 0:
             return NOTHING
@@ -603,8 +615,8 @@ class TermStore:
             elif k == BYTES_K:
                 self._shortest[u] = 1
             else:
-                parts = (self.a[u], self.b[u]) if k == SEQ_K else self.b[u] if k == ALT_K else (self.a[u],)
-                missing = [p for p in parts if p not in self._shortest]  # type: ignore[union-attr]
+                parts = self.operands(u)
+                missing = [p for p in parts if p not in self._shortest]
                 if missing:
                     stack.extend(missing)  # type: ignore[arg-type]
                     continue
