@@ -10,7 +10,7 @@ import json
 import numpy as np
 import pytest
 from engine_support import greedy_tokens, load_vocab
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from structgen import Grammar
@@ -175,3 +175,43 @@ def test_budget_twins_keep_tokens_and_shortest_completions(vocab_name: str, inde
     for step, (a, b) in enumerate(zip(got, want)):
         for x, y in zip(a, b):
             assert np.array_equal(x, y), f"budget figures differ at step {step}"
+
+
+def _toy_vocab(extra: list[bytes]):  # type: ignore[no-untyped-def]
+    from structgen import Vocab
+
+    tokens = [bytes([b]) for b in range(256)] + extra
+    return Vocab(tokens, eos_token_ids=[], special_token_ids=[])
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.lists(st.sampled_from(['"a"', '"bc"', '""', ",", '"', "a", "]", "[", ' "a"']), min_size=1, max_size=9).map(
+            lambda parts: "".join(parts).encode()
+        ),
+        min_size=1,
+        max_size=12,
+    ),
+    st.integers(0, 5),
+    st.integers(5, 14),
+)
+@example([b'"a","a","', b',"a","a","', b'"a","bc"'], 2, 12)
+def test_clamp_bound_counts_copies_per_unit(extra: list[bytes], lo: int, hi: int) -> None:
+    """An item of an array of strings holds two quotes: a token with ``2k`` quotes holds at most
+    ``k`` whole items, which is what the bound counts. Tokens built from whole items, commas and
+    stray quotes, at every count of a ``minItems``/``maxItems`` array: masks with the clamp
+    equal masks without it."""
+    vocab = _toy_vocab(sorted(set(extra)))
+    schema = {"type": "array", "items": {"type": "string", "maxLength": 2}, "minItems": lo, "maxItems": hi}
+    grammar = json_schema_to_grammar(schema)
+    texts = [json.dumps([("a", "bc", "")[i % 3] for i in range(n)]).encode() for n in range(lo, hi + 1)]
+    texts += [json.dumps(["a"] * n, separators=(",", ":")).encode() for n in (lo, hi)]
+    fast = Constraint.compile(grammar, vocab)
+    got = _walks(fast, texts, vocab)
+    exact = Constraint.compile(grammar, vocab)
+    exact._clamp.config = lambda cid: cid  # type: ignore[method-assign]
+    want = _walks(exact, texts, vocab)
+    assert len(got) == len(want)
+    for step, (a, b) in enumerate(zip(got, want)):
+        assert np.array_equal(a, b), f"mask differs at step {step}"

@@ -16,6 +16,7 @@ recursion does not grow stacks.
 from __future__ import annotations
 
 from ..errors import LimitError
+from ..grammar.utf8 import utf8_sequences
 from .machines import Machines, call_symbol, is_call, symbol_index
 from .terms import (
     ALT_K,
@@ -34,6 +35,8 @@ from .terms import (
 )
 
 DEAD = 0
+_MULTIBYTE_SEQUENCES = utf8_sequences(0x80, 0xD7FF) + utf8_sequences(0xE000, 0x10FFFF)
+_HIGH_BYTES = ((1 << 128) - 1) << 128
 
 
 class ConfigSystem:
@@ -57,6 +60,7 @@ class ConfigSystem:
         self._classes_memo: dict[int, tuple[int, ...] | None] = {}
         self._classes_busy: set[int] = set()
         self._term_shortest_memo: dict[int, int | None] = {}
+        self._unit_characters: dict[int, bool] = {}
         self.start = self.config([self.stack(-1, machines.body[machines.start])])
 
     # -- interning ------------------------------------------------------------------------------
@@ -190,6 +194,55 @@ class ConfigSystem:
                 sub = self._stack_classes(parent)
                 part = None if sub is None else refine(part, sub)
         return part
+
+    # -- whole characters ------------------------------------------------------------------------
+
+    def characters_loop(self, cid: int) -> bool | None:
+        """Whether every multi-byte UTF-8 character read from ``cid`` leads back to ``cid``
+        through live configurations, decided from terms alone where ``cid`` is one stack whose
+        top is ``u* t``, with ``t`` unable to end, to start with a call or with a byte of 0x80
+        or more: reading a character is then reading one unit of ``u`` in front of the same
+        top, so the answer is the unit's, found once per unit (a string body, whatever follows
+        it). None where ``cid`` has another shape (the table then steps the characters)."""
+        stacks = self.configs[cid]
+        if len(stacks) != 1:
+            return None
+        store = self.store
+        top = self.stack_top[stacks[0]]
+        if store.kind[top] != SEQ_K:
+            return None
+        head, tail = store.a[top], store.b[top]
+        if store.kind[head] != REPEAT_K or store.b[head] != (0, None) or store.flags[head]:
+            return None
+        if store.nullable[tail] or store.first_syms(tail) or store.first_bytes(tail) & _HIGH_BYTES:  # type: ignore[arg-type]
+            return None
+        unit = store.a[head]
+        r = self._unit_characters.get(unit)
+        if r is None:
+            r = self._unit_characters[unit] = self._every_character_one_unit(unit)
+        return r
+
+    def _every_character_one_unit(self, unit: int) -> bool:
+        """Whether each multi-byte character is read by ``unit`` as one whole unit: every
+        proper prefix leaves a live derivative that cannot end, the whole character ``EMPTY``."""
+        store = self.store
+        for seq in _MULTIBYTE_SEQUENCES:
+            frontier = {unit}
+            for i, (lo, hi) in enumerate(seq):
+                span = ((1 << (hi + 1)) - 1) ^ ((1 << lo) - 1)
+                last = i + 1 == len(seq)
+                nxt: set[int] = set()
+                for t in frontier:
+                    for part in store.classes(t):
+                        both = part & span
+                        if not both:
+                            continue
+                        d = store.deriv(t, (both & -both).bit_length() - 1)
+                        if (d != EMPTY) if last else (d == NOTHING or store.nullable[d]):
+                            return False
+                        nxt.add(d)
+                frontier = nxt
+        return True
 
     # -- acceptance and shortest completion -----------------------------------------------------
 

@@ -23,6 +23,7 @@ from .budget_bound import CompletionBound
 from .configs import DEAD, ConfigSystem
 from .count_clamp import CountClamp, byte_limits_for
 from .counters import (
+    Bases,
     CountedBase,
     CountedHead,
     UnitAutomaton,
@@ -37,8 +38,9 @@ from .counters import (
 )
 from .deep import deep_recursion
 from .limits import DEFAULT_ENGINE_LIMITS, EngineLimits
+from .loop_regions import LoopRegion
 from .machines import Machines, build_machines, token_symbol
-from .masks import pack_ids, unpack, words_for
+from .masks import pack_ids, pack_ids_onto, unpack, words_for
 from .table import TransitionTable
 from .trie_cache import token_trie_for
 
@@ -80,7 +82,7 @@ class Constraint:
         self._counted: dict[int, tuple[CountedHead, UnitCounts, int] | None] = {}
         self._units: dict[tuple[int, int | None], UnitCounts | None] = {}
         self._automata: dict[int, UnitAutomaton | None] = {}
-        self._bases: dict[tuple[int, int], CountedBase] = {}
+        self._bases: dict[tuple[int, int], Bases] = {}
         self._counted_words: dict[tuple[int, int, int, int], np.ndarray] = {}
         self._clamp = CountClamp(system, lambda: byte_limits_for(vocab))
         self._budget_clamp = CountClamp(system, lambda: byte_limits_for(vocab), keep_lengths=True)
@@ -193,13 +195,17 @@ class Constraint:
                     self._counted_words.pop(next(iter(self._counted_words)))
                 self._counted_words[key] = words
         else:
+            region = None
             if counted is not None:
                 ids = filter_ids(counted[0], counted[1])
             else:
-                ids = self._table.walk(cid, self._trie)
+                region, ids = self._table.walk_parts(cid, self._trie)
             if extra:
                 ids = np.concatenate([ids.astype(np.int64)] + extra)
-            words = pack_ids(ids, self._width)
+            if region is None:
+                words = pack_ids(ids, self._width)
+            else:
+                words = pack_ids_onto(region.words(self._trie, self._width), ids)
             words.flags.writeable = False
         self._remember_mask(cid, words)
         return words
@@ -306,7 +312,7 @@ class Constraint:
     def _bounded_locked(self, cid: int, budget: int) -> bool:
         return self._bound.plentiful(cid, budget)
 
-    def _counted_base(self, cid: int) -> tuple[CountedBase, CountedHead, tuple[int, int, int, int]] | None:
+    def _counted_base(self, cid: int) -> tuple[Bases, CountedHead, tuple[int, int, int, int]] | None:
         """If ``cid`` sits in a counted repetition (see counters.py): the sorted unbounded mask,
         the repetition, and the key of its filtered mask (equal keys, equal masks)."""
         entry = self._counted.get(cid, False)
@@ -328,9 +334,24 @@ class Constraint:
         head, counts, base = entry
         sorted_base = self._bases.get((base, head.unit))
         if sorted_base is None:
-            sorted_base = counted_base(self._table.walk(base, self._trie), counts)
+            region, ids = self._table.walk_parts(base, self._trie)
+            sorted_base = counted_base(ids, counts)
+            if region is not None:
+                sorted_base = (self._region_base(region, counts), sorted_base)
             self._bases[(base, head.unit)] = sorted_base
         return sorted_base, head, (base, head.unit) + filter_bounds(sorted_base, head)
+
+    def _region_base(self, region: LoopRegion, counts: UnitCounts) -> CountedBase:
+        """The tokens of a loop region sorted by ``counts``, kept on the region: every counted
+        string of the same loops (each array item, each property) shares them and their
+        filtered masks, and sorts only the tokens its own walk found beyond the region."""
+        key = ("counted", id(counts))
+        found = region.cached(key)
+        if found is not None and found[0] is counts:  # type: ignore[index]
+            return found[1]  # type: ignore[index,no-any-return]
+        base = counted_base(self._trie.sorted_ids[region.positions], counts, shared=True)
+        region.remember(key, (counts, base))
+        return base
 
     def _unit_counts(self, unit: int, partial: int | None = None) -> UnitCounts | None:
         """Per-token counts of ``unit`` from a unit boundary, or from the begun unit

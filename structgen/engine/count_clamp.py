@@ -4,12 +4,13 @@
 (27 items may follow, then 26), so each item would walk the token trie again for the same mask.
 A mask only looks one token ahead, and one token completes few units of a repetition: every
 string of a unit ``x`` contains each of its *required bytes* (bytes that occur in every string of
-``x``), so the units a token completes inside ``x{lo,hi}`` are at most the number of times a
-required byte ``r`` occurs in one token of the vocabulary (``limit(r)``). With
-``B = min over r of limit(r) + 1``, the counts ``lo`` and ``hi`` can be replaced by
-``min(lo, B)`` and ``min(hi, B)`` without changing which tokens are allowed:
+``x``) at least ``copies(r)`` times, so the whole units a token holds inside ``x{lo,hi}`` are at
+most ``limit(r) // copies(r)``, where ``limit(r)`` is the most times ``r`` occurs in one token of
+the vocabulary. With ``B = min over r of limit(r) // copies(r) + 1``, the counts ``lo`` and ``hi``
+can be replaced by ``min(lo, B)`` and ``min(hi, B)`` without changing which tokens are allowed:
 
-* a token that completes ``j < B`` units fits in both (``hi`` and ``min(hi, B)`` are both > ``j``);
+* a token that completes ``j < B`` units (and may begin one more) fits in both (``hi`` and
+  ``min(hi, B)`` are both > ``j``);
 * it may leave the repetition after ``j`` units in one exactly when it may in the other (``lo <= j``
   and ``min(lo, B) <= j`` agree since ``j < B``);
 * what remains is satisfiable in both, and the end of input is allowed in both or in neither
@@ -22,8 +23,9 @@ at or above ``B``. Commits still follow the exact configuration. Masks with a to
 (:meth:`~structgen.engine.constraint.Constraint.mask_words_within`) depend on the shortest
 completion, which depends on ``lo``: they do not use this.
 
-Measured on Llama 3: ``limit`` is 8 for ``,`` and 4 for ``"`` (128,256 tokens), so every item of
-an array of strings but the last five shares one mask. Each byte's limit is one pass over the
+Measured on Llama 3: ``limit`` is 8 for ``,`` and 4 for ``"`` (128,256 tokens); an item of an
+array of strings has two quotes, so ``B`` is 3 and every item but the last three shares one mask
+(the last five before copies were counted). Each byte's limit is one pass over the
 vocabulary's bytes (about 1 ms), done the first time a unit requires that byte.
 """
 
@@ -36,7 +38,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .configs import ConfigSystem
-from .terms import ALT_K, AND_K, BYTES_K, DIFF_K, POSS_K, REPEAT_K, SEQ_K, TermStore
+from .terms import ALT_K, AND_K, BYTES_K, DIFF_K, LAZY_K, POSS_K, REPEAT_K, SEQ_K, TermStore
 
 if TYPE_CHECKING:
     from ..vocab import Vocab
@@ -113,6 +115,9 @@ class CountClamp:
         self._load_limit = byte_limit  # the vocabulary's counts, looked up when first needed
         self._limit: Callable[[int], int] | None = None
         self._required: dict[int, int] = {}
+        self._counts: dict[int, dict[int, int]] = {}
+        self._provisional_values: dict[object, dict[int, int]] = {}
+        self._provisional_at = -1
         self._bound: dict[int, int | None] = {}
         self._term: dict[int, int] = {}
         self._stack: dict[int, int] = {}
@@ -138,24 +143,49 @@ class CountClamp:
 
     # -- facts about terms ----------------------------------------------------------------------
 
+    def _fact_kids(self, u: int) -> list[int]:
+        """What a fact about ``u`` is folded from; a lazy rule's built term once it is built."""
+        s = self.s
+        k = s.kind[u]
+        if k in (SEQ_K, AND_K):
+            return [s.a[u], s.b[u]]  # type: ignore[list-item]
+        if k == ALT_K:
+            return list(s.b[u])  # type: ignore[call-overload]
+        if k == LAZY_K:
+            built = s.built(u)
+            return [] if built is None else [built]
+        return [s.a[u]] if k in (REPEAT_K, POSS_K, DIFF_K) else []
+
+    def _provisional(self, fact: object) -> dict[int, int]:
+        """Values of ``fact`` that depend on unbuilt lazy rules, kept until the next rule is
+        built (rare: a few per generation), so that asking again does not fold the rest of the
+        document again."""
+        built = self.s.built_count()
+        if built != self._provisional_at:
+            self._provisional_at = built
+            self._provisional_values.clear()
+        return self._provisional_values.setdefault(fact, {})
+
+    def _unbuilt(self, u: int) -> bool:
+        """A lazy rule not built yet: facts found below it are provisional (a lower bound,
+        not remembered), so that they grow once a generation reaches the rule; asking never
+        builds it."""
+        return self.s.kind[u] == LAZY_K and self.s.built(u) is None
+
     def required_bytes(self, t: int) -> int:
         """A 256-bit set of bytes each of which occurs in every string of ``t`` (a subset: calls,
         lazy rules and token symbols contribute none)."""
         s = self.s
 
-        def kids(u: int) -> list[int]:
-            k = s.kind[u]
-            if k in (SEQ_K, AND_K):
-                return [s.a[u], s.b[u]]  # type: ignore[list-item]
-            if k == ALT_K:
-                return list(s.b[u])  # type: ignore[call-overload]
-            return [s.a[u]] if k in (REPEAT_K, POSS_K, DIFF_K) else []
+        kids = self._fact_kids
 
         def combine(u: int, parts: list[int]) -> int:
             k = s.kind[u]
             if k == BYTES_K:
                 mask = s.b[u]
                 return mask if mask & (mask - 1) == 0 else 0  # type: ignore[operator,return-value]
+            if k == LAZY_K:
+                return parts[0] if parts else 0
             if k in (SEQ_K, AND_K):
                 return parts[0] | parts[1]
             if k == ALT_K:
@@ -169,20 +199,54 @@ class CountClamp:
                 return parts[0]
             return 0  # EMPTY, NOTHING, SYM, LAZY
 
-        return _fold(t, self._required, kids, combine)
+        return _fold(t, self._required, kids, combine, self._unbuilt, self._provisional("required"))
+
+    def required_count(self, t: int, byte: int) -> int:
+        """How many times ``byte`` occurs at least in every string of ``t`` (a lower bound:
+        calls, lazy rules and token symbols contribute none)."""
+        s = self.s
+        memo = self._counts.setdefault(byte, {})
+
+        kids = self._fact_kids
+
+        def combine(u: int, parts: list[int]) -> int:
+            k = s.kind[u]
+            if k == BYTES_K:
+                return 1 if s.b[u] == 1 << byte else 0
+            if k == LAZY_K:
+                return parts[0] if parts else 0
+            if k == SEQ_K:
+                return parts[0] + parts[1]
+            if k == AND_K:
+                return max(parts)
+            if k == ALT_K:
+                return min(parts)
+            if k == REPEAT_K:
+                return s.b[u][0] * parts[0]  # type: ignore[index,no-any-return]
+            if k in (POSS_K, DIFF_K):
+                return parts[0]
+            return 0  # EMPTY, NOTHING, SYM, LAZY
+
+        return _fold(t, memo, kids, combine, self._unbuilt, self._provisional(byte))
 
     def bound(self, unit: int) -> int | None:
         """``B`` for repetitions of ``unit``: more units than one token can complete (None: no
-        required byte, no bound). Any required byte gives a sound bound; the smallest over a few
-        of them (:meth:`_probes`) is taken, so an object item requiring every letter of its keys
-        costs two byte counts, not twenty."""
-        if unit not in self._bound:
-            best: int | None = None
-            for r in self._probes(self.required_bytes(unit)):
-                limit = self.byte_limit(r) + 1
-                best = limit if best is None else min(best, limit)
+        required byte, no bound). A token holding ``j`` whole units holds ``j`` times the
+        copies of a required byte each unit has, so ``j <= limit // copies``; it may begin one
+        more. Any required byte gives a sound bound; the smallest over a few of them
+        (:meth:`_probes`) is taken, so an object item requiring every letter of its keys costs
+        two byte counts, not twenty. (An item of an array of strings has two quotes: Llama 3's
+        tokens hold at most 4, so 3 counts instead of 5.)"""
+        found = self._bound.get(unit, False)
+        if found is not False:
+            return found  # type: ignore[return-value]
+        best: int | None = None
+        for r in self._probes(self.required_bytes(unit)):
+            limit = self.byte_limit(r) // max(self.required_count(unit, r), 1) + 1
+            best = limit if best is None else min(best, limit)
+        if unit in self._required:  # not provisional: no lazy rule below is still unbuilt
             self._bound[unit] = best
-        return self._bound[unit]
+        return best
 
     # -- rewriting ------------------------------------------------------------------------------
 
@@ -272,8 +336,9 @@ class CountClamp:
         u = system.stack_parent[sid]
         while u >= 0:
             depth += 1
-            for r in self._probes(self.required_bytes(system.stack_top[u])):
-                need[r] = need.get(r, 0) + 1
+            top = system.stack_top[u]
+            for r in self._probes(self.required_bytes(top)):
+                need[r] = need.get(r, 0) + max(self.required_count(top, r), 1)
                 if need[r] > self.byte_limit(r):
                     return depth
             u = system.stack_parent[u]
@@ -281,19 +346,32 @@ class CountClamp:
 
 
 def _fold(
-    root: int, memo: dict[int, int], kids: Callable[[int], list[int]], combine: Callable[[int, list[int]], int]
+    root: int,
+    memo: dict[int, int],
+    kids: Callable[[int], list[int]],
+    combine: Callable[[int, list[int]], int],
+    provisional: Callable[[int], bool] | None = None,
+    local: dict[int, int] | None = None,
 ) -> int:
     """``combine(u, [values of kids(u)])`` for ``root`` and every term below it, children first,
-    memoised in ``memo``; iterative (a document's term is a long right-nested sequence)."""
+    memoised in ``memo``; iterative (a document's term is a long right-nested sequence). Values
+    at or above a term ``provisional`` marks go to ``local`` instead (kept by the caller only
+    while they hold)."""
     stack = [(root, False)]
+    if local is None:
+        local = {}
     while stack:
         u, ready = stack.pop()
-        if u in memo:
+        if u in memo or u in local:
             continue
         below = kids(u)
         if below and not ready:
             stack.append((u, True))
-            stack.extend((c, False) for c in below if c not in memo)
+            stack.extend((c, False) for c in below if c not in memo and c not in local)
             continue
-        memo[u] = combine(u, [memo[c] for c in below])
-    return memo[root]
+        value = combine(u, [memo[c] if c in memo else local[c] for c in below])
+        if (provisional is not None and provisional(u)) or any(c in local for c in below):
+            local[u] = value
+        else:
+            memo[u] = value
+    return memo[root] if root in memo else local[root]

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .arrays import mask_to_bools, ranges, stable_order
+from .arrays import mask_to_bools, ranges, stable_order, unique
 from .masks import SPARSE_PACK, pack_ids
 from .terms import AND_K, HAS_POSS, HAS_SETOP, HAS_SYM, NOTHING, REPEAT_K, SEQ_K, TermStore, refine
 from .token_trie import TokenTrie
@@ -303,7 +303,9 @@ def _count_units(table: np.ndarray, trie: TokenTrie, start: int) -> UnitCounts:
 @dataclass(frozen=True)
 class CountedBase:
     """The ids of an unbounded mask sorted by units used when staying and, apart, by units
-    before leaving: the filter of any count is then two slices."""
+    before leaving: the filter of any count is then two slices. A mask may be made of several
+    (the tokens of a loop region, shared by every configuration with that loop, and the
+    configuration's own tokens beyond it)."""
 
     stay_ids: np.ndarray
     stay_units: np.ndarray
@@ -311,48 +313,97 @@ class CountedBase:
     leave_units: np.ndarray
     #: packed masks of every id that can stay / leave, per (part, logit width), built on demand
     full_words: dict[tuple[str, int], np.ndarray] = field(default_factory=dict, compare=False)
+    #: filtered packed masks per (lo, hi, width), kept where the base is shared (a loop region's)
+    bounded_words: dict[tuple[int, int, int], np.ndarray] | None = field(default=None, compare=False)
+
+    @property
+    def top(self) -> int:
+        """The most units any of its tokens counts (0 for none)."""
+        if not self.stay_units.size:
+            return 0
+        return max(int(self.stay_units[-1]), int(self.leave_units[-1]), 0)
 
 
-def counted_base(ids: np.ndarray, counts: UnitCounts) -> CountedBase:
-    """Sort the unbounded mask ``ids`` by their unit counts (once per base configuration)."""
-    member = np.zeros(counts.stay.size, dtype=bool)
-    member[ids[ids < counts.stay.size]] = True
-    # flatnonzero + take: numpy's boolean compress is several times slower at this size
-    stay_ids = counts.stay_order[np.flatnonzero(member[counts.stay_order])]
-    leave_ids = counts.leave_order[np.flatnonzero(member[counts.leave_order])]
-    return CountedBase(stay_ids, counts.stay[stay_ids], leave_ids, counts.leave[leave_ids])
+#: Up to this many ids, :func:`counted_base` sorts them instead of selecting them from the
+#: vocabulary's order (two passes over every token id).
+SMALL_BASE = 8192
+#: Filtered masks kept per shared base (one per distinct clamped count bounds met).
+MAX_BOUNDED_WORDS = 256
+
+#: What the filters take: one sorted mask, or the sorted parts of one mask.
+Bases = CountedBase | tuple[CountedBase, ...]
 
 
-def filter_bounds(base: CountedBase, head: CountedHead) -> tuple[int, int]:
-    """``(lo, hi)`` of ``head`` clamped to the unit counts that occur in ``base``: counts with
+def counted_base(ids: np.ndarray, counts: UnitCounts, *, shared: bool = False) -> CountedBase:
+    """Sort the unbounded mask ``ids`` by their unit counts (once per base configuration, or
+    once per loop region with ``shared``: its filtered masks are then kept too)."""
+    ids = ids[ids < counts.stay.size]
+    if ids.size <= SMALL_BASE:
+        # a few ids (what a walk found beyond its loop region): sort them, not the vocabulary
+        ids = unique(ids)
+        stay_ids = ids[stable_order(counts.stay[ids])]
+        leave_ids = ids[stable_order(counts.leave[ids])]
+    else:
+        member = np.zeros(counts.stay.size, dtype=bool)
+        member[ids] = True
+        # flatnonzero + take: numpy's boolean compress is several times slower at this size
+        stay_ids = counts.stay_order[np.flatnonzero(member[counts.stay_order])]
+        leave_ids = counts.leave_order[np.flatnonzero(member[counts.leave_order])]
+    return CountedBase(
+        stay_ids, counts.stay[stay_ids], leave_ids, counts.leave[leave_ids], bounded_words={} if shared else None
+    )
+
+
+def _parts(bases: Bases) -> tuple[CountedBase, ...]:
+    return (bases,) if isinstance(bases, CountedBase) else bases
+
+
+def filter_bounds(bases: Bases, head: CountedHead) -> tuple[int, int]:
+    """``(lo, hi)`` of ``head`` clamped to the unit counts that occur in ``bases``: counts with
     equal bounds have equal filters (inside a ``maxLength: 200`` string, every count that
     leaves more units than any token holds has the unbounded mask)."""
-    top = 0
-    if base.stay_units.size:
-        top = max(int(base.stay_units[-1]), int(base.leave_units[-1]), 0)
+    top = max(b.top for b in _parts(bases))
     big = top if head.hi is None else min(head.hi, top)
     return min(max(head.lo, 0), top + 1), big
 
 
-def filter_ids(base: CountedBase, head: CountedHead) -> np.ndarray:
+def filter_ids(bases: Bases, head: CountedHead) -> np.ndarray:
     """The ids of the unbounded mask that the counts of ``head`` allow: those that stay within
     the units left, and those that leave after between ``lo`` and the units left (an id may
     appear twice)."""
-    lo, big = filter_bounds(base, head)
+    lo, big = filter_bounds(bases, head)
     # int32 scalars: a Python int would make numpy convert the whole sorted array first
     lo32, big32 = np.int32(lo), np.int32(big)
-    s, lv = base.stay_units, base.leave_units
-    stay = base.stay_ids[s.searchsorted(np.int32(0), "left") : s.searchsorted(big32, "right")]
-    leave = base.leave_ids[lv.searchsorted(lo32, "left") : lv.searchsorted(big32, "right")]
-    return np.concatenate([stay, leave])
+    out = []
+    for base in _parts(bases):
+        s, lv = base.stay_units, base.leave_units
+        out.append(base.stay_ids[s.searchsorted(np.int32(0), "left") : s.searchsorted(big32, "right")])
+        out.append(base.leave_ids[lv.searchsorted(lo32, "left") : lv.searchsorted(big32, "right")])
+    return np.concatenate(out)
 
 
-def filter_words(base: CountedBase, head: CountedHead, width: int) -> np.ndarray:
+def filter_words(bases: Bases, head: CountedHead, width: int) -> np.ndarray:
     """The packed mask of :func:`filter_ids`, without packing a near-full mask id by id: where
     a count keeps most of the unbounded mask (inside a long string, all but the few tokens
     longer than the units left), it is the packed mask of every id that can stay (or leave)
     with the bits of the few ids out of bounds cleared."""
-    lo, big = filter_bounds(base, head)
+    lo, big = filter_bounds(bases, head)
+    out: np.ndarray | None = None
+    for base in _parts(bases):
+        words = _base_words(base, lo, big, width)
+        out = words if out is None else np.bitwise_or(out, words)
+    assert out is not None
+    return out
+
+
+def _base_words(base: CountedBase, lo: int, big: int, width: int) -> np.ndarray:
+    """One base's part of :func:`filter_words` (kept per bounds where the base is shared)."""
+    key = (lo, big, width)
+    memo = base.bounded_words
+    if memo is not None:
+        found = memo.get(key)
+        if found is not None:
+            return found
     lo32, big32 = np.int32(lo), np.int32(big)
     s, lv = base.stay_units, base.leave_units
     stay = _part_words(
@@ -361,7 +412,14 @@ def filter_words(base: CountedBase, head: CountedHead, width: int) -> np.ndarray
     leave = _part_words(
         base, "leave", base.leave_ids, lv, lv.searchsorted(lo32, "left"), lv.searchsorted(big32, "right"), width
     )
-    return np.bitwise_or(stay, leave)
+    words = np.bitwise_or(stay, leave)
+    if memo is not None:
+        words.flags.writeable = False
+        with _counts_lock:
+            if len(memo) >= MAX_BOUNDED_WORDS:
+                memo.pop(next(iter(memo)), None)
+            memo[key] = words
+    return words
 
 
 def _part_words(

@@ -23,12 +23,15 @@ import numpy as np
 
 from ..grammar.utf8 import utf8_sequences
 from .arrays import mask_to_bools, ranges
+from .masks import pack_ids
 from .token_trie import TokenTrie
 
 #: Regions kept per vocabulary (one per distinct loop byte set met; each a few MB at most).
 MAX_REGIONS = 64
 #: Trimmed copies kept per region (one per set of root bytes that leave the loop elsewhere).
 MAX_TRIMMED = 16
+#: Derived values kept per region (packed masks, counted-mask bases).
+MAX_DERIVED = 32
 _lock = threading.Lock()
 #: Slack of a token accepted in bulk under a multi-byte-character loop: it may end up to 3 bytes
 #: short of the loop configuration it is reported with (made exact per token by the walk, from
@@ -40,30 +43,51 @@ MULTIBYTE_SLACK = 3
 class LoopRegion:
     """What a walk from a configuration with these loops does before leaving them."""
 
-    positions: np.ndarray  #: int64 positions in ``sorted_ids`` of the tokens accepted in the loop
+    #: int64 positions in ``sorted_ids`` of the tokens accepted in the loop, ascending (so the
+    #: tokens under one trie node are a slice)
+    positions: np.ndarray
     slack: np.ndarray  #: int32 per position: 3 where accepted under a multi-byte-character loop
-    exits: dict[int, tuple[np.ndarray, np.ndarray]]  #: level -> (nodes int64, their bytes uint8)
-    #: trimmed copies by the root bytes removed (:meth:`without_children`)
-    trimmed: dict[int, LoopRegion] = field(default_factory=dict, compare=False, repr=False)
+    exits: dict[int, tuple[np.ndarray, np.ndarray]]  #: level -> (nodes int64 ascending, their bytes uint8)
     #: level -> the bytes of its exits, as a 256-bit set: a walk skips the levels whose exit
     #: bytes are all dead from its configuration (the newline runs of 80-byte whitespace tokens
-    #: inside a string body)
-    exit_bytes: dict[int, int] = field(init=False, compare=False, repr=False)
+    #: inside a string body); computed from ``exits`` when not given
+    exit_bytes: dict[int, int] = field(default_factory=dict, compare=False, repr=False)
+    #: trimmed copies by the root bytes removed (:meth:`without_children`)
+    trimmed: dict[int, LoopRegion] = field(default_factory=dict, compare=False, repr=False)
+    #: what masks built on this region reuse, computed once (:meth:`words`, :meth:`cached`)
+    derived: dict[object, object] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
-        masks = {}
         for k, (_, byts) in self.exits.items():
-            bits = 0
-            for b in np.unique(byts).tolist():
-                bits |= 1 << b
-            masks[k] = bits
-        object.__setattr__(self, "exit_bytes", masks)
+            if k not in self.exit_bytes:
+                self.exit_bytes[k] = _byte_set(byts)
+
+    def words(self, trie: TokenTrie, width: int) -> np.ndarray:
+        """The packed mask of the tokens the region accepts (read-only, once per logit width):
+        a walk from any configuration with these loops ORs its own tokens into a copy, instead
+        of packing some 120,000 ids of a string body again."""
+        key = ("words", width)
+        found = self.derived.get(key)
+        if found is None:
+            found = pack_ids(trie.sorted_ids[self.positions], width)
+            found.flags.writeable = False
+            self.remember(key, found)
+        return found  # type: ignore[return-value]
+
+    def cached(self, key: object) -> object | None:
+        return self.derived.get(key)
+
+    def remember(self, key: object, value: object) -> None:
+        with _lock:
+            if len(self.derived) >= MAX_DERIVED:
+                self.derived.pop(next(iter(self.derived)), None)
+            self.derived[key] = value
 
     def without_children(self, trie: TokenTrie, differ: int) -> LoopRegion:
         """This region with the tokens and exits under the root children whose bytes are in
         ``differ`` removed, and those children added as exits at level 0: the walk from a
         configuration one byte before the loop (table.py). Remembered per ``differ`` (an object
-        that allows other keys meets the same trimmed key region at every key: about 1 ms each)."""
+        that allows other keys meets the same trimmed key region at every key)."""
         found = self.trimmed.get(differ)
         if found is None:
             found = self._without_children(trie, differ)
@@ -75,31 +99,57 @@ class LoopRegion:
 
     def _without_children(self, trie: TokenTrie, differ: int) -> LoopRegion:
         root_bytes = trie.level_byte[0]
-        drop = np.flatnonzero(mask_to_bools(differ)[root_bytes])  # root nodes under which to drop
+        differs = mask_to_bools(differ)
+        drop = np.flatnonzero(differs[root_bytes])  # root nodes under which to drop
         if drop.size == 0:
             return self
+        # the dropped root children's runs of sorted_ids are disjoint and ascending, and so are
+        # the region's positions: dropping them is cutting out a few slices
         starts, ends = trie.run_start[0][drop], trie.run_end[0][drop]
-
-        def outside(positions: np.ndarray) -> np.ndarray:
-            # positions in sorted_ids; the dropped root children's runs are sorted and disjoint
-            i = np.searchsorted(starts, positions, side="right") - 1
-            inside = (i >= 0) & (positions < ends[np.maximum(i, 0)])
-            return ~inside
-
-        keep = outside(self.positions)
+        cut_lo = np.searchsorted(self.positions, starts).tolist()
+        cut_hi = np.searchsorted(self.positions, ends).tolist()
+        kept = list(zip([0] + cut_hi, cut_lo + [self.positions.size]))
+        positions = np.concatenate([self.positions[i:j] for i, j in kept])
+        slack = np.concatenate([self.slack[i:j] for i, j in kept])
+        # the exits below level 0, all levels at once: those under a dropped child go
+        first_runs = self._exit_runs(trie)
+        i = np.searchsorted(starts, first_runs, side="right") - 1
+        outside = (i < 0) | (first_runs >= ends[np.maximum(i, 0)])
         exits: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        exit_bytes: dict[int, int] = {}
+        at = 0
         for k, (nodes, byts) in self.exits.items():
             if k == 0:
-                ok = ~mask_to_bools(differ)[byts]
+                continue
+            ok = outside[at : at + nodes.size]
+            at += nodes.size
+            if ok.all():
+                exits[k] = (nodes, byts)
+                exit_bytes[k] = self.exit_bytes[k]
             else:
-                ok = outside(trie.run_start[k][nodes])
-            exits[k] = (nodes[ok], byts[ok])
-        level0 = exits.get(0, (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.uint8)))
-        exits[0] = (
-            np.concatenate([level0[0], drop.astype(level0[0].dtype)]),
-            np.concatenate([level0[1], root_bytes[drop].astype(level0[1].dtype)]),
-        )
-        return LoopRegion(self.positions[keep], self.slack[keep], exits)
+                exits[k] = (nodes[ok], byts[ok])
+        level0 = self.exits.get(0, (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.uint8)))
+        ok0 = ~differs[level0[1]]
+        nodes0 = np.concatenate([level0[0][ok0], drop.astype(level0[0].dtype)])
+        order = np.argsort(nodes0, kind="stable")
+        exits[0] = (nodes0[order], np.concatenate([level0[1][ok0], root_bytes[drop].astype(level0[1].dtype)])[order])
+        return LoopRegion(positions, slack, exits, exit_bytes)
+
+    def _exit_runs(self, trie: TokenTrie) -> np.ndarray:
+        """The first position in ``sorted_ids`` under each exit below the root, the levels in
+        ``exits`` order, concatenated (once per region)."""
+        found = self.derived.get("exit_runs")
+        if found is None:
+            runs = [trie.run_start[k][nodes] for k, (nodes, _) in self.exits.items() if k != 0]
+            found = np.concatenate(runs) if runs else np.zeros(0, dtype=np.int64)
+            self.remember("exit_runs", found)
+        return found  # type: ignore[return-value]
+
+
+def _byte_set(byts: np.ndarray) -> int:
+    """The bytes of an array as a 256-bit set."""
+    words = np.packbits(np.bincount(byts, minlength=256).astype(bool), bitorder="little").view(np.uint64).tolist()
+    return words[0] | words[1] << 64 | words[2] << 128 | words[3] << 192
 
 
 def loop_region(trie: TokenTrie, loops: int, utf8: bool, chars: bool = False) -> LoopRegion:
@@ -225,4 +275,5 @@ def build_loop_region(trie: TokenTrie, loops: int, utf8: bool, *, chars: bool = 
         byts = trie.level_byte[k + 1][nodes]
     positions = np.concatenate(runs) if runs else np.zeros(0, dtype=np.int64)
     slack = np.concatenate(slacks) if slacks else np.zeros(0, dtype=np.int32)
-    return LoopRegion(positions, slack, exits)
+    order = np.argsort(positions)
+    return LoopRegion(positions[order], slack[order], exits)

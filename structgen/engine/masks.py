@@ -38,6 +38,16 @@ def pack_ids(ids: np.ndarray, width: int) -> np.ndarray:
     return np.packbits(bits, bitorder="little").view(np.int32)
 
 
+def pack_ids_onto(words: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """A copy of packed ``words`` with the bits of ``ids`` set too."""
+    if len(ids) <= SPARSE_PACK:
+        out = words.view(np.uint32).copy()
+        ids = np.asarray(ids, dtype=np.int64)
+        np.bitwise_or.at(out, ids >> 5, np.left_shift(np.uint32(1), (ids & 31).astype(np.uint32)))
+        return out.view(np.int32)
+    return np.bitwise_or(words, pack_ids(ids, words.size * 32))
+
+
 def unpack(words: np.ndarray, width: int) -> np.ndarray:
     """A bool array of length ``width`` from packed int32 ``words``."""
     return np.unpackbits(np.ascontiguousarray(words).view(np.uint8), bitorder="little")[:width].astype(bool)

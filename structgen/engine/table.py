@@ -164,26 +164,32 @@ class TransitionTable:
         (and every part of one to a live configuration)."""
         r = self._utf8.get(cid)
         if r is None:
-            r = True
-            for seq in _MULTIBYTE_SEQUENCES:
-                frontier = {cid}
-                for lo, hi in seq:
-                    nxt: set[int] = set()
-                    for st in frontier:
-                        row = self.rows[st]
-                        if (row[lo : hi + 1] == UNKNOWN).any():
-                            self._fill_row(st)
-                            row = self.rows[st]
-                        nxt.update(unique(row[lo : hi + 1]).tolist())
-                    if DEAD in nxt:
-                        r = False
-                        break
-                    frontier = nxt
-                if not r or frontier != {cid}:
-                    r = False
-                    break
+            # from the terms when the configuration is a plain loop (once per unit: no row of a
+            # partial character is filled), else character by character through the table
+            r = self.system.characters_loop(cid)
+            if r is None:
+                r = self.utf8_loop_stepped(cid)
             self._utf8[cid] = r
         return r
+
+    def utf8_loop_stepped(self, cid: int) -> bool:
+        """:meth:`utf8_loop` through the table's rows (filling those of partial characters)."""
+        for seq in _MULTIBYTE_SEQUENCES:
+            frontier = {cid}
+            for lo, hi in seq:
+                nxt: set[int] = set()
+                for st in frontier:
+                    row = self.rows[st]
+                    if (row[lo : hi + 1] == UNKNOWN).any():
+                        self._fill_row(st)
+                        row = self.rows[st]
+                    nxt.update(unique(row[lo : hi + 1]).tolist())
+                if DEAD in nxt:
+                    return False
+                frontier = nxt
+            if frontier != {cid}:
+                return False
+        return True
 
     def loop_bits(self, cid: int) -> int:
         """The bytes leading from ``cid`` back to it, as a 256-bit Python int."""
@@ -240,7 +246,18 @@ class TransitionTable:
         A node whose configuration loops on every byte below it accepts its whole subtree at
         once (string bodies, digit runs): the walk never descends into it.
         """
-        return self.walk_ends(cid, trie, with_ends=False)[0]
+        region, ids = self.walk_parts(cid, trie)
+        if region is None:
+            return ids
+        return np.concatenate([trie.sorted_ids[region.positions], ids])
+
+    def walk_parts(self, cid: int, trie: TokenTrie) -> tuple[LoopRegion | None, np.ndarray]:
+        """:meth:`walk` in two parts: the loop region the walk started from (None: it started at
+        the root), whose tokens it accepts as they are, and the ids of the tokens it found
+        beyond them. Masks built on a region reuse what was built for it once (its packed mask,
+        its counted-mask base) instead of handling its tokens again."""
+        region, ids, _, _ = self._walk(cid, trie, with_ends=False, split=True)
+        return region, ids
 
     def walk_ends(
         self, cid: int, trie: TokenTrie, *, with_ends: bool = True
@@ -256,9 +273,15 @@ class TransitionTable:
         narrow level with a wide fan-out (the one node ``"`` and its hundreds of children) costs
         one gather, not hundreds of Python steps.
         """
+        _, ids, ends, slack = self._walk(cid, trie, with_ends=with_ends, split=False)
+        return ids, ends, slack
+
+    def _walk(
+        self, cid: int, trie: TokenTrie, *, with_ends: bool, split: bool
+    ) -> tuple[LoopRegion | None, np.ndarray, np.ndarray, np.ndarray]:
         empty = np.zeros(0, dtype=np.int32)
         if trie.depth == 0 or cid == DEAD:
-            return empty, empty, empty
+            return None, empty, empty, empty
         self._grow()  # configurations made outside the table (counted bases, token atoms) need rows
         out = _Pieces(with_ends, self._tail_missing() if with_ends and self._tail_missing else None)
         views = trie.views()
@@ -274,7 +297,8 @@ class TransitionTable:
                 nodes, states, parents = wide
                 frontier = None
         else:
-            out.add_positions(region.positions, loop, region.slack)
+            if not split:
+                out.add_positions(region.positions, loop, region.slack)
             entries = self._live_exits(region, cid, loop)
         last_entry = max(entries, default=-1)
         for k in range(trie.depth):
@@ -319,7 +343,7 @@ class TransitionTable:
             nodes = ranges(starts, counts)
             parents = np.repeat(expanded, counts)
             states = self.gather(parents, trie.level_byte[k + 1][nodes])
-        return out.result(trie)
+        return (region if split else None, *out.result(trie))
 
     def _entry_region(self, cid: int, trie: TokenTrie) -> tuple[LoopRegion | None, int]:
         """Where a walk from ``cid`` may start from a loop region: ``cid``'s own, or, when

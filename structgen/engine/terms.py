@@ -110,6 +110,11 @@ class TermStore:
             r = self._forced[t] = self.expander(self.b[t])
         return r
 
+    def built_count(self) -> int:
+        """How many lazy terms have been built so far (facts that stop at unbuilt ones hold
+        until this changes)."""
+        return len(self._forced)
+
     def built(self, t: int) -> int | None:
         """The term behind lazy term ``t`` if it was built already, else None (builds nothing)."""
         return self._forced.get(t)

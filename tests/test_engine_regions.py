@@ -1,0 +1,148 @@
+"""Loop regions and what masks reuse from them (loop_regions.py, table.py, counters.py).
+
+* A trimmed region (the walk from a configuration one byte before a loop) cuts slices out of the
+  region's sorted positions and exits: it equals filtering every position and exit one by one.
+* Whether every multi-byte character loops is decided from the terms where the configuration is
+  a plain ``u* t`` loop: the answer equals stepping each character through the table.
+* A counted-mask base sorts a few ids itself and selects many from the vocabulary's order: both
+  give the same sorted base.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from engine_support import greedy_tokens, json_grammar, load_vocab
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from structgen.engine import Constraint
+from structgen.engine import counters as counters_mod
+from structgen.engine.arrays import mask_to_bools
+from structgen.engine.loop_regions import loop_region
+from structgen.engine.trie_cache import token_trie_for
+
+STRING_BODY = sum(1 << b for b in range(0x20, 0x80) if b not in (0x22, 0x5C))
+
+
+def _trimmed_by_filtering(region, trie, differ: int):  # type: ignore[no-untyped-def]
+    """The trimmed region computed position by position and exit by exit."""
+    differs = mask_to_bools(differ)
+    drop = [n for n, b in enumerate(trie.level_byte[0].tolist()) if differs[b]]
+    runs = [(int(trie.run_start[0][n]), int(trie.run_end[0][n])) for n in drop]
+
+    def under_dropped(position: int) -> bool:
+        return any(a <= position < b for a, b in runs)
+
+    positions = [p for p in region.positions.tolist() if not under_dropped(p)]
+    exits = {}
+    for k, (nodes, byts) in region.exits.items():
+        if k == 0:
+            kept = [(n, b) for n, b in zip(nodes.tolist(), byts.tolist()) if not differs[b]]
+        else:
+            kept = [
+                (n, b)
+                for n, b in zip(nodes.tolist(), byts.tolist())
+                if not under_dropped(int(trie.run_start[k][n]))
+            ]
+        exits[k] = kept
+    level0 = exits.get(0, []) + [(n, int(trie.level_byte[0][n])) for n in drop]
+    exits[0] = sorted(level0)
+    return positions, exits
+
+
+@pytest.mark.parametrize("vocab_name", ["llama-spm", "llama-bpe"])
+def test_trimmed_region_equals_filtering(vocab_name: str) -> None:
+    vocab = load_vocab(vocab_name)
+    trie = token_trie_for(vocab)
+    region = loop_region(trie, STRING_BODY, True, chars=True)
+    assert np.all(np.diff(region.positions) > 0)
+    rng = np.random.default_rng(7)
+    for size in (1, 3, 12, 40):
+        differ = 0
+        for b in rng.choice(np.arange(0x20, 0x80), size=size, replace=False).tolist():
+            differ |= 1 << b
+        trimmed = region._without_children(trie, differ)
+        positions, exits = _trimmed_by_filtering(region, trie, differ)
+        assert trimmed.positions.tolist() == positions
+        kept = np.isin(region.positions, trimmed.positions)
+        assert np.array_equal(trimmed.slack, region.slack[kept])
+        for k in set(exits) | set(trimmed.exits):
+            got = list(zip(*(a.tolist() for a in trimmed.exits.get(k, (np.zeros(0), np.zeros(0))))))
+            assert got == exits.get(k, []), f"level {k}"
+            want_bits = 0
+            for _, b in exits.get(k, []):
+                want_bits |= 1 << b
+            if k in trimmed.exit_bytes:
+                assert trimmed.exit_bytes[k] == want_bits, f"exit bytes of level {k}"
+        # the packed mask of the trimmed region is its positions' tokens
+        words = trimmed.words(trie, vocab.logit_width)
+        allowed = np.unpackbits(words.view(np.uint8), bitorder="little")[: vocab.logit_width].astype(bool)
+        assert np.array_equal(np.flatnonzero(allowed), np.sort(trie.sorted_ids[trimmed.positions]))
+
+
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "maxLength": 12},
+        "code": {"type": "string", "pattern": "^[A-Z]{2}[a-zé]*$"},
+        "tags": {"type": "array", "items": {"type": "string", "minLength": 1}},
+        "n": {"type": "number"},
+    },
+}
+DOC = json.dumps(
+    {"name": "Zoë \"Z\" \\ é", "code": "ABéa", "tags": ["ü", "x y", "\u0001"], "n": -1.5e3, "other": "日本"},
+    ensure_ascii=False,
+)
+
+
+@pytest.mark.parametrize("which", ["json", "schema"])
+def test_characters_loop_from_terms_equals_stepping(which: str) -> None:
+    from structgen.schema import json_schema_to_grammar
+
+    vocab = load_vocab("llama-bpe")
+    if which == "json":
+        grammar, text = json_grammar(), json.dumps({"a": ["Zoë", "\\n", 1.5], "b": {"c": "日本"}}, ensure_ascii=False)
+    else:
+        grammar, text = json_schema_to_grammar(SCHEMA), DOC
+    c = Constraint.compile(grammar, vocab)
+    state = c.start()
+    decided = 0
+    for tok in greedy_tokens(vocab, text.encode()):
+        state.mask()
+        table = c._table
+        # every configuration the walks met so far, not only the states of the document
+        for cid in range(1, len(c._system.configs)):
+            fast = c._system.characters_loop(cid)
+            if fast is not None:
+                decided += 1
+                assert fast == table.utf8_loop_stepped(cid), f"configuration {cid}"
+        assert state.commit_token(tok)
+    assert decided > 0
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(1, 400).flatmap(
+        lambda n: st.tuples(
+            st.lists(st.integers(-1, 9), min_size=n, max_size=n),
+            st.lists(st.integers(-1, 9), min_size=n, max_size=n),
+            st.integers(1, n),
+        )
+    )
+)
+def test_counted_base_sorting_paths_agree(case) -> None:  # type: ignore[no-untyped-def]
+    stay, leave, cut = case
+    counts = counters_mod.UnitCounts(np.asarray(stay, dtype=np.int32), np.asarray(leave, dtype=np.int32))
+    ids = np.random.default_rng(len(stay)).permutation(len(stay))[:cut].astype(np.int64)
+    small = counters_mod.counted_base(ids, counts)
+    saved = counters_mod.SMALL_BASE
+    counters_mod.SMALL_BASE = -1  # every size through the vocabulary's order
+    try:
+        large = counters_mod.counted_base(ids, counts)
+    finally:
+        counters_mod.SMALL_BASE = saved
+    for field in ("stay_ids", "stay_units", "leave_ids", "leave_units"):
+        assert np.array_equal(getattr(small, field), getattr(large, field)), field
