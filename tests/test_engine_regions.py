@@ -43,9 +43,7 @@ def _trimmed_by_filtering(region, trie, differ: int):  # type: ignore[no-untyped
             kept = [(n, b) for n, b in zip(nodes.tolist(), byts.tolist()) if not differs[b]]
         else:
             kept = [
-                (n, b)
-                for n, b in zip(nodes.tolist(), byts.tolist())
-                if not under_dropped(int(trie.run_start[k][n]))
+                (n, b) for n, b in zip(nodes.tolist(), byts.tolist()) if not under_dropped(int(trie.run_start[k][n]))
             ]
         exits[k] = kept
     level0 = exits.get(0, []) + [(n, int(trie.level_byte[0][n])) for n in drop]
@@ -93,7 +91,7 @@ SCHEMA = {
     },
 }
 DOC = json.dumps(
-    {"name": "Zoë \"Z\" \\ é", "code": "ABéa", "tags": ["ü", "x y", "\u0001"], "n": -1.5e3, "other": "日本"},
+    {"name": 'Zoë "Z" \\ é', "code": "ABéa", "tags": ["ü", "x y", "\u0001"], "n": -1.5e3, "other": "日本"},
     ensure_ascii=False,
 )
 
