@@ -144,3 +144,35 @@ def test_counted_base_sorting_paths_agree(case) -> None:  # type: ignore[no-unty
         counters_mod.SMALL_BASE = saved
     for field in ("stay_ids", "stay_units", "leave_ids", "leave_units"):
         assert np.array_equal(getattr(small, field), getattr(large, field)), field
+
+
+@pytest.mark.parametrize("vocab_name", ["llama-spm", "llama-bpe"])
+def test_begun_unit_counts_spliced_equal_walked(vocab_name: str) -> None:
+    """Counts from a begun unit (after a backslash, inside ``\\u00e``, after a character's first
+    byte) taken from the boundary counts below where the unit completes equal those of walking
+    every token from the begun state."""
+    from structgen.schema import json_schema_to_grammar
+
+    vocab = load_vocab(vocab_name)
+    trie = token_trie_for(vocab)
+    c = Constraint.compile(json_schema_to_grammar({"type": "string", "maxLength": 50, "pattern": "^[^x]*$"}), vocab)
+    state = c.start()
+    for tok in greedy_tokens(vocab, '"é\\u00e9'.encode()):
+        state.mask()
+        assert state.commit_token(tok)
+    state.mask()
+    units = list(c._automata)
+    assert units, "no counted unit met"
+    checked = 0
+    for unit in units:
+        auto = c._automata[unit]
+        if auto is None:
+            continue
+        root = counters_mod._count_units(auto.table, trie, 0)
+        for start in range(1, auto.table.shape[0]):
+            spliced = counters_mod._count_units(auto.table, trie, start, root)
+            walked = counters_mod._count_units(auto.table, trie, start)
+            assert np.array_equal(spliced.stay, walked.stay), f"stay from state {start}"
+            assert np.array_equal(spliced.leave, walked.leave), f"leave from state {start}"
+            checked += 1
+    assert checked >= 5

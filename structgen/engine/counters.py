@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -172,15 +173,21 @@ class UnitCounts:
 
     stay: np.ndarray
     leave: np.ndarray
-    stay_order: np.ndarray = field(init=False, compare=False)
-    leave_order: np.ndarray = field(init=False, compare=False)
 
     def __post_init__(self) -> None:
         self.stay.flags.writeable = False  # shared by every constraint on the vocabulary
         self.leave.flags.writeable = False
+
+    # sorted on first use (about 1 ms each on Llama 3): bases of a few ids sort themselves, and
+    # most begun units' counts are only ever used that way
+    @cached_property
+    def stay_order(self) -> np.ndarray:
         # int32 ids: kept per (unit, begun state, vocabulary) for the process, 1 MB less each
-        object.__setattr__(self, "stay_order", stable_order(self.stay).astype(np.int32))
-        object.__setattr__(self, "leave_order", stable_order(self.leave).astype(np.int32))
+        return stable_order(self.stay).astype(np.int32)
+
+    @cached_property
+    def leave_order(self) -> np.ndarray:
+        return stable_order(self.leave).astype(np.int32)
 
 
 @dataclass(frozen=True)
@@ -246,7 +253,10 @@ def count_units(table: np.ndarray, trie: TokenTrie, start: int = 0) -> UnitCount
         found = _COUNTS_MEMO.get(key)
         if found is not None and found[0] is trie:
             return found[1]
-    counts = _count_units(table, trie, start)
+    if start and SPLICE_BEGUN:
+        counts = _count_units(table, trie, start, count_units(table, trie, 0))
+    else:
+        counts = _count_units(table, trie, start)
     with _counts_lock:
         if len(_COUNTS_MEMO) >= _COUNTS_MEMO_MAX:
             _COUNTS_MEMO.pop(next(iter(_COUNTS_MEMO)))
@@ -254,7 +264,19 @@ def count_units(table: np.ndarray, trie: TokenTrie, start: int = 0) -> UnitCount
     return counts
 
 
-def _count_units(table: np.ndarray, trie: TokenTrie, start: int) -> UnitCounts:
+#: Counts from a begun unit reuse the counts from a unit boundary below the node where the begun
+#: unit completes (see :func:`_count_units`); False walks every token from the begun state.
+SPLICE_BEGUN = True
+
+
+def _count_units(table: np.ndarray, trie: TokenTrie, start: int, root: UnitCounts | None = None) -> UnitCounts:
+    """The walk behind :func:`count_units`. With ``root`` (the counts from a unit boundary,
+    for ``start > 0``): where the begun unit completes at a node ``x`` whose bytes, read from a
+    unit boundary, also end at one after ``c`` units, every token below ``x`` has the counts
+    from the boundary minus ``c``, plus the begun unit: the walk stops at ``x`` and takes them
+    from ``root`` for the whole subtree at once. A begun unit completes within a few bytes
+    (``\\u00e9``, a character's last byte), so the walk is a few levels instead of every token
+    that goes on looping (14 ms to 2 ms on Llama 3)."""
     n = trie.n_tokens
     stay = np.full(n, -1, dtype=np.int32)
     leave = np.full(n, -1, dtype=np.int32)
@@ -263,8 +285,34 @@ def _count_units(table: np.ndarray, trie: TokenTrie, start: int) -> UnitCounts:
     nodes = np.arange(trie.level_byte[0].size, dtype=np.int64)
     state = np.full(nodes.size, start, dtype=np.int32)
     units = np.zeros(nodes.size, dtype=np.int32)
+    # the same path read from a unit boundary: its state (-1: invalid or left) and units
+    rstate = np.zeros(nodes.size, dtype=np.int32)
+    runits = np.zeros(nodes.size, dtype=np.int32)
     for k in range(trie.depth):
-        step = table[state, trie.level_byte[k][nodes]]
+        byts = trie.level_byte[k][nodes]
+        step = table[state, byts]
+        if root is not None:
+            rstep = np.where(rstate >= 0, table[np.maximum(rstate, 0), byts], -1)
+            rdone = rstep >= 256
+            runits = runits + rdone
+            rstate = np.where(rstep < 0, -1, np.where(rdone, rstep - 256, rstep))
+            # the begun unit completes here, and the boundary reading is at a boundary too
+            splice = (step == 256) & (rstate == 0)
+            if splice.any():
+                at = nodes[splice]
+                starts = trie.run_start[k][at]
+                sizes = trie.run_end[k][at] - starts
+                ids = trie.sorted_ids[ranges(starts, sizes)]
+                # minus the c units of the boundary reading, plus those of this one (the begun
+                # unit and any completed before it)
+                shift = np.repeat(runits[splice] - units[splice] - 1, sizes)
+                stay[ids] = np.where(root.stay[ids] >= 0, root.stay[ids] - shift, -1)
+                leave[ids] = np.where(root.leave[ids] >= 0, root.leave[ids] - shift, -1)
+                keep = ~splice
+                nodes, state, units, step = nodes[keep], state[keep], units[keep], step[keep]
+                rstate, runits = rstate[keep], runits[keep]
+                if nodes.size == 0:
+                    break
         # leaving at a unit boundary: the whole subtree leaves after `units` units
         out = step == -1
         if out.any():
@@ -273,6 +321,7 @@ def _count_units(table: np.ndarray, trie: TokenTrie, start: int) -> UnitCounts:
             leave[ids] = np.repeat(units[out], trie.run_end[k][nodes[out]] - starts)
         keep = step >= 0
         nodes, step, units = nodes[keep], step[keep], units[keep]
+        rstate, runits = rstate[keep], runits[keep]
         done = step >= 256
         units = units + done
         state = np.where(done, step - 256, step)
@@ -291,6 +340,8 @@ def _count_units(table: np.ndarray, trie: TokenTrie, start: int) -> UnitCounts:
         counts = counts[has]
         state = np.repeat(state[has], counts)
         units = np.repeat(units[has], counts)
+        rstate = np.repeat(rstate[has], counts)
+        runits = np.repeat(runits[has], counts)
         nodes = ranges(trie.child_start[k][nodes[has]], counts)
     if start:
         # the begun unit was counted when it began: a token's first completion is that unit
