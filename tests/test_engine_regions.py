@@ -176,3 +176,64 @@ def test_begun_unit_counts_spliced_equal_walked(vocab_name: str) -> None:
             assert np.array_equal(spliced.leave, walked.leave), f"leave from state {start}"
             checked += 1
     assert checked >= 5
+
+
+RUN_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "a": {"type": "array", "items": {"type": "integer"}},
+        "b": {"type": "object", "properties": {"c": {"type": "string"}}},
+    },
+}
+RUN_DOCS = [
+    json.dumps({"a": [1, 22, 333], "b": {"c": "x y", "d": [True, None]}}, indent=indent)
+    for indent in (None, 2, 4, "\t", 15, 16, 17, 30, 31, 32, 33)
+] + ['{"a":\n\n[1]}', '{"a":\r\n' + " " * 40 + "[]}", '{"a":\n' + " \t" * 16 + "[]}"]
+
+
+def _whitespace_vocab():  # type: ignore[no-untyped-def]
+    """Every byte, every run of 1-40 spaces or tabs, a newline before each, and some JSON."""
+    from structgen import Vocab
+
+    tokens = [bytes([b]) for b in range(256)]
+    for n in range(2, 41):
+        tokens += [b" " * n, b"\t" * n, b"\n" + b" " * n, b"\n" + b"\t" * (n // 2) + b" " * (n - n // 2)]
+        tokens += [b" " * n + b'"', b"\n" + b" " * n + b'"c', b" " * n + b"]"]
+    tokens += [b"\n ", b"\n\t", b'{"', b'":', b'": [', b", ", b",\n", b"[\n"]
+    return Vocab(tokens, eos_token_ids=[], special_token_ids=[])
+
+
+@pytest.mark.parametrize("vocab_name", ["whitespace", "llama-spm", "llama-bpe"])
+def test_run_regions_equal_stepping_each_count(vocab_name: str, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Below a node in a whitespace gap after a newline (``[ \\t]{0,32}`` then what follows), the
+    walk takes a run region instead of one configuration per count: plain masks and budget
+    figures equal those of the walk that steps every count, along indented documents (some
+    past the gap's bound, which must then be refused the same way)."""
+    from structgen.engine import table as table_mod
+    from structgen.schema import json_schema_to_grammar
+
+    vocab = _whitespace_vocab() if vocab_name == "whitespace" else load_vocab(vocab_name)
+    grammar = json_schema_to_grammar(RUN_SCHEMA)
+
+    def walk(constraint):  # type: ignore[no-untyped-def]
+        out = []
+        for doc in RUN_DOCS:
+            state = constraint.start()
+            for tok in greedy_tokens(vocab, doc.encode()):
+                ids, need = constraint._after(state.config)
+                order = np.lexsort((need, ids))
+                out.append((state.mask_words().copy(), ids[order], need[order]))
+                if not state.commit_token(tok):
+                    out.append(("refused", tok))
+                    break
+        return out
+
+    fast = Constraint.compile(grammar, vocab)
+    got = walk(fast)
+    assert any(v is not None for v in fast._table._runs.values()), "no run region was used"
+    monkeypatch.setattr(table_mod.TransitionTable, "_run_of", lambda self, cid: None)
+    want = walk(Constraint.compile(grammar, vocab))
+    assert len(got) == len(want)
+    for step, (a, b) in enumerate(zip(got, want)):
+        for x, y in zip(a, b):
+            assert np.array_equal(np.asarray(x), np.asarray(y)), f"step {step}"

@@ -277,3 +277,67 @@ def build_loop_region(trie: TokenTrie, loops: int, utf8: bool, *, chars: bool = 
     slack = np.concatenate(slacks) if slacks else np.zeros(0, dtype=np.int32)
     order = np.argsort(positions)
     return LoopRegion(positions[order], slack[order], exits)
+
+
+#: Run regions kept per vocabulary (one per trie node and run shape met: each a few arrays).
+MAX_RUN_REGIONS = 4096
+
+
+@dataclass(frozen=True)
+class RunRegion:
+    """Below one trie node, what a walk does inside a run of at most ``most`` bytes of one
+    small set (a whitespace gap's ``[ \\t]{0,32}`` after a newline) followed by something that
+    cannot start with them: the tokens that end inside the run, and the *exits*, the nodes whose
+    byte is the first one after the run. Every count of the run steps those bytes the same way
+    (as what follows the run does), so the walk takes the tokens as they are and steps the exits
+    from the configuration after the run, instead of meeting one configuration per count."""
+
+    positions: np.ndarray  #: int64 positions in ``sorted_ids`` of the tokens ending inside the run
+    exits: dict[int, tuple[np.ndarray, np.ndarray]]  #: level -> (nodes int64, their bytes uint8)
+
+
+def run_region(trie: TokenTrie, level: int, node: int, unit: int, most: int | None) -> RunRegion:
+    """The :class:`RunRegion` below ``node`` (at ``level``) of runs of the bytes in ``unit``
+    (a 256-bit set) of at most ``most`` bytes (None: any length), cached on the trie."""
+    cache: dict[tuple[int, int, int, int | None], RunRegion] | None = trie.__dict__.get("_run_regions")
+    if cache is None:
+        with _lock:
+            cache = trie.__dict__.get("_run_regions")
+            if cache is None:
+                cache = {}
+                object.__setattr__(trie, "_run_regions", cache)
+    key = (level, node, unit, most)
+    found = cache.get(key)
+    if found is not None:
+        return found
+    in_unit = mask_to_bools(unit)
+    runs: list[np.ndarray] = []
+    exits: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    frontier = np.asarray([node], dtype=np.int64)
+    k, depth = level, 0
+    while frontier.size and k + 1 < trie.depth:
+        counts = trie.child_count[k][frontier]
+        has = counts > 0
+        if not has.any():
+            break
+        children = ranges(trie.child_start[k][frontier[has]], counts[has])
+        byts = trie.level_byte[k + 1][children]
+        inside = in_unit[byts]
+        if not inside.all():
+            exits[k + 1] = (children[~inside], byts[~inside])
+        depth += 1
+        k += 1
+        if most is not None and depth > most:
+            break  # one more byte of the run than the count allows: dead
+        frontier = children[inside]
+        tc = trie.tok_count[k][frontier]
+        ends = tc > 0
+        if ends.any():
+            runs.append(ranges(trie.tok_start[k][frontier[ends]], tc[ends]))
+    positions = np.concatenate(runs) if runs else np.zeros(0, dtype=np.int64)
+    found = RunRegion(positions, exits)
+    with _lock:
+        if len(cache) >= MAX_RUN_REGIONS:
+            cache.pop(next(iter(cache)))
+        cache[key] = found
+    return found

@@ -18,7 +18,8 @@ import numpy as np
 from ..grammar.utf8 import utf8_sequences
 from .arrays import mask_to_bools, ranges, unique, unique_inverse
 from .configs import DEAD, ConfigSystem
-from .loop_regions import MULTIBYTE_SLACK, LoopRegion, loop_region
+from .loop_regions import MULTIBYTE_SLACK, LoopRegion, loop_region, run_region
+from .terms import BYTES_K, REPEAT_K, SEQ_K
 from .token_trie import LevelViews, TokenTrie
 
 UNKNOWN = -1
@@ -39,6 +40,9 @@ SMALL_CLASS = 8
 #: Class masks whose byte arrays are kept (each at most 256 bytes).
 MAX_CLASS_ARRAYS = 1 << 16
 ASCII_BITS = (1 << 128) - 1
+#: A run's byte set holds at most this many bytes (whitespace: space and tab); larger sets are
+#: loops that bulk acceptance and loop regions handle.
+MAX_RUN_BYTES = 8
 _MULTIBYTE_SEQUENCES = utf8_sequences(0x80, 0xD7FF) + utf8_sequences(0xE000, 0x10FFFF)
 
 
@@ -65,6 +69,7 @@ class TransitionTable:
         self._loops: dict[int, np.ndarray] = {}
         self._utf8: dict[int, bool] = {}
         self._sparse: dict[int, tuple[int, ...] | None] = {}
+        self._runs: dict[int, tuple[int, int | None, int] | None] = {}
 
     def _grow(self) -> None:
         need = len(self.system.configs)
@@ -289,9 +294,9 @@ class TransitionTable:
         region, loop = self._entry_region(cid, trie)
         frontier: list[tuple[int, int, int]] | None = []  # (node, state, parent) in Python mode
         nodes = states = parents = np.zeros(0, dtype=np.int64)
+        pending = out.pending  # exits of regions: nodes to enter at deeper levels
         if region is None:
             # the root's children, like any node's: by binary search when few bytes are live
-            entries: dict[int, tuple[np.ndarray, np.ndarray]] = {}
             frontier, wide = self._step_children(trie, views, 0, [(0, trie.level_byte[0].size, cid)])
             if wide is not None:
                 nodes, states, parents = wide
@@ -299,15 +304,19 @@ class TransitionTable:
         else:
             if not split:
                 out.add_positions(region.positions, loop, region.slack)
-            entries = self._live_exits(region, cid, loop)
-        last_entry = max(entries, default=-1)
-        for k in range(trie.depth):
-            if frontier is not None and not frontier and k > last_entry:
-                break
-            entry = entries.get(k)
-            if entry is not None:
+            for k, (e_nodes, e_byts) in self._live_exits(region, cid, loop).items():
                 # an exit's path so far looped: below the root that is the loop configuration
-                e_parents = np.full(entry[0].size, cid if k == 0 else loop, dtype=np.int32)
+                pending[k] = [(e_nodes, e_byts, cid if k == 0 else loop)]
+        for k in range(trie.depth):
+            if frontier is not None and not frontier and k > max(pending, default=-1):
+                break
+            batch = pending.pop(k, None)
+            if batch is not None:
+                entry = (
+                    np.concatenate([b[0] for b in batch]) if len(batch) > 1 else batch[0][0],
+                    np.concatenate([b[1] for b in batch]) if len(batch) > 1 else batch[0][1],
+                )
+                e_parents = np.concatenate([np.full(b[0].size, b[2], dtype=np.int32) for b in batch])
                 e_states = self.gather(e_parents, entry[1])
                 if frontier is not None:
                     nodes = np.asarray([f[0] for f in frontier], dtype=np.int64)
@@ -325,7 +334,7 @@ class TransitionTable:
             if frontier is not None:
                 if not frontier:
                     continue
-                expand = self._nodes_python(cid, views, k, frontier, out)
+                expand = self._nodes_python(cid, trie, views, k, frontier, out)
                 frontier, wide = self._step_children(trie, views, k + 1, expand) if expand else ([], None)
                 if wide is not None:
                     nodes, states, parents = wide
@@ -483,11 +492,23 @@ class TransitionTable:
         has = counts > 0
         if not has.any():
             return None
+        for state in unique(states[has]).tolist():
+            run = self._runs.get(state, False)
+            if run is False:
+                run = self._run_of(state)
+            if run is not None:
+                at = has & (states == state)
+                for node in nodes[at].tolist():
+                    self._enter_run(trie, k, node, run, out)
+                has &= ~at
+        if not has.any():
+            return None
         return trie.child_start[k][nodes[has]], counts[has].astype(np.int64), states[has]
 
     def _nodes_python(
         self,
         cid: int,
+        trie: TokenTrie,
         views: list[LevelViews],
         k: int,
         frontier: list[tuple[int, int, int]],
@@ -519,8 +540,50 @@ class TransitionTable:
                 out.add_py(v.tok_start[node], tc, state, 0)
             cc = v.child_count[node]
             if cc and not last:
+                run = self._runs.get(state, False)
+                if run is False:
+                    run = self._run_of(state)
+                if run is not None:
+                    self._enter_run(trie, k, node, run, out)
+                    continue
                 expand.append((v.child_start[node], cc, state))
         return expand
+
+    def _run_of(self, cid: int) -> tuple[int, int | None, int] | None:
+        """If ``cid`` is a run of a few bytes, ``u{0,m} t`` with ``u`` a byte set that the
+        configuration ``T`` of ``t`` alone cannot read (a whitespace gap after a newline, before
+        a key): ``(u, m, T)``. Every count of the run steps any other byte as ``T`` does (the
+        run may end there), and a byte of ``u`` only to the next count: the walk below a node
+        in that state is a :class:`~.loop_regions.RunRegion`, its exits stepped from ``T``.
+        None otherwise (remembered per configuration)."""
+        found: tuple[int, int | None, int] | None = None
+        stacks = self.system.configs[cid]
+        if len(stacks) == 1:
+            system, store = self.system, self.system.store
+            top = system.stack_top[stacks[0]]
+            if store.kind[top] == SEQ_K:
+                head, tail = store.a[top], store.b[top]
+                if store.kind[head] == REPEAT_K and store.b[head][0] == 0:  # type: ignore[index]
+                    unit = store.a[head]
+                    if store.kind[unit] == BYTES_K and store.b[unit].bit_count() <= MAX_RUN_BYTES:  # type: ignore[union-attr]
+                        after = system.config([system.stack(system.stack_parent[stacks[0]], tail)])  # type: ignore[arg-type]
+                        self._grow()
+                        mask = store.b[unit]
+                        if all(self.step(after, b) == DEAD for b in _bits(mask)):  # type: ignore[arg-type]
+                            found = (mask, store.b[head][1], after)  # type: ignore[assignment,index]
+        self._runs[cid] = found
+        return found
+
+    def _enter_run(self, trie: TokenTrie, k: int, node: int, run: tuple[int, int | None, int], out: _Pieces) -> None:
+        """Take the run region below ``node`` (level ``k``): its tokens, with the configuration
+        after the run as their end (the same shortest completion: the run may stop anywhere),
+        and its exits for the levels below."""
+        unit, most, after = run
+        region = run_region(trie, k, node, unit, most)
+        if region.positions.size:
+            out.add_positions(region.positions, after, np.zeros(region.positions.size, dtype=np.int32))
+        for level, (e_nodes, e_byts) in region.exits.items():
+            out.pending.setdefault(level, []).append((e_nodes, e_byts, after))
 
     def _step_children(
         self, trie: TokenTrie, views: list[LevelViews], k: int, expand: list[tuple[int, int, int]]
@@ -591,6 +654,15 @@ class TransitionTable:
 SMALL_RESULT = 256
 
 
+def _bits(mask: int) -> list[int]:
+    out = []
+    while mask:
+        low = mask & -mask
+        out.append(low.bit_length() - 1)
+        mask ^= low
+    return out
+
+
 class _Pieces:
     """What a walk accepts: runs of ``sorted_ids`` positions, each with its end configuration
     and slack, gathered from numpy levels (arrays) and Python levels (scalars)."""
@@ -605,6 +677,8 @@ class _Pieces:
         self.py_counts: list[int] = []
         self.py_ends: list[int] = []
         self.py_slacks: list[int] = []
+        #: level -> exits of regions met on the way, with the configuration each is stepped from
+        self.pending: dict[int, list[tuple[np.ndarray, np.ndarray, int]]] = {}
 
     def add(self, starts: np.ndarray, counts: np.ndarray, states: np.ndarray, slack: np.ndarray | None) -> None:
         self.runs.append(ranges(starts, counts))
