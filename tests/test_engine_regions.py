@@ -237,3 +237,51 @@ def test_run_regions_equal_stepping_each_count(vocab_name: str, monkeypatch) -> 
     for step, (a, b) in enumerate(zip(got, want)):
         for x, y in zip(a, b):
             assert np.array_equal(np.asarray(x), np.asarray(y)), f"step {step}"
+
+
+def _reference_counts(table: np.ndarray, data: bytes, start: int) -> tuple[int, int]:
+    """(stay, leave) of one token through a unit automaton, byte by byte."""
+    state, units = start, 0
+    for b in data:
+        nxt = int(table[state, b])
+        if nxt == -1:
+            stay, leave = -1, units
+            break
+        if nxt == -2:
+            stay, leave = -1, -1
+            break
+        if nxt >= 256:
+            units, state = units + 1, nxt - 256
+        else:
+            state = nxt
+    else:
+        stay, leave = units + (state != 0), -1
+    if start:
+        stay, leave = (stay - 1 if stay > 0 else -1), (leave - 1 if leave > 0 else -1)
+    return stay, leave
+
+
+@pytest.mark.parametrize("vocab_name", ["llama-spm", "llama-bpe"])
+def test_unit_counts_equal_stepping_each_token(vocab_name: str) -> None:
+    """The vectorised unit counts (bulk runs of one-byte units, begun units spliced onto the
+    boundary counts) equal stepping each token's bytes through the unit's automaton."""
+    from structgen.engine.counters import count_units, unit_automaton
+    from structgen.schema import json_schema_to_grammar
+
+    vocab = load_vocab(vocab_name)
+    trie = token_trie_for(vocab)
+    c = Constraint.compile(json_schema_to_grammar({"type": "string", "maxLength": 9}), vocab)
+    state = c.start()
+    state.commit_token(greedy_tokens(vocab, b'"')[0])
+    head = counters_mod.counted_head(c._machines.store, c._system.stack_top[c._system.configs[state.config][0]])
+    assert head is not None
+    auto = unit_automaton(c._machines.store, head.unit)
+    assert auto is not None and auto.table.shape[0] > 5
+    rng = np.random.default_rng(3)
+    text = np.flatnonzero(np.asarray(vocab.is_text))
+    sample = np.concatenate([rng.choice(text, 1500, replace=False), text[vocab.lengths[text] > 12][:300]])
+    for start in range(auto.table.shape[0]):
+        counts = count_units(auto.table, trie, start)
+        for tid in sample.tolist():
+            want = _reference_counts(auto.table, vocab.token_bytes(tid), start)
+            assert (int(counts.stay[tid]), int(counts.leave[tid])) == want, (start, vocab.token_bytes(tid))

@@ -64,7 +64,9 @@ class Constraint:
         self.limits = limits
         self._machines = machines
         self._system = system
-        self._table = TransitionTable(system, tail_missing=lambda: vocab.utf8_tail_missing)
+        self._table = TransitionTable(
+            system, tail_missing=lambda: vocab.utf8_tail_missing, token_bytes=vocab.token_bytes
+        )
         self._trie = token_trie_for(vocab)
         self._width = vocab.logit_width
         self._words = words_for(self._width)

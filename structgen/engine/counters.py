@@ -285,6 +285,9 @@ def _count_units(table: np.ndarray, trie: TokenTrie, start: int, root: UnitCount
     nodes = np.arange(trie.level_byte[0].size, dtype=np.int64)
     state = np.full(nodes.size, start, dtype=np.int32)
     units = np.zeros(nodes.size, dtype=np.int32)
+    # bytes that are a whole unit from a boundary, as the trie's 256-bit sets
+    single = np.packbits(table[0] == 256, bitorder="little").view(np.uint64)
+    lengths = sorted_lengths(trie)
     # the same path read from a unit boundary: its state (-1: invalid or left) and units
     rstate = np.zeros(nodes.size, dtype=np.int32)
     runits = np.zeros(nodes.size, dtype=np.int32)
@@ -325,6 +328,15 @@ def _count_units(table: np.ndarray, trie: TokenTrie, start: int, root: UnitCount
         done = step >= 256
         units = units + done
         state = np.where(done, step - 256, step)
+        # at a unit boundary with only one-byte units below: every byte further is one unit
+        bulk = (state == 0) & ~(trie.below[k][nodes] & ~single).any(axis=1)
+        if bulk.any():
+            starts = trie.run_start[k][nodes[bulk]]
+            sizes = trie.run_end[k][nodes[bulk]] - starts
+            positions = ranges(starts, sizes)
+            stay[trie.sorted_ids[positions]] = np.repeat(units[bulk] - (k + 1), sizes) + lengths[positions]
+            keep = ~bulk
+            nodes, state, units, rstate, runits = nodes[keep], state[keep], units[keep], rstate[keep], runits[keep]
         # tokens ending here stay inside, a unit cut off at their end counts as used
         tc = trie.tok_count[k][nodes]
         ends = tc > 0
@@ -349,6 +361,17 @@ def _count_units(table: np.ndarray, trie: TokenTrie, start: int, root: UnitCount
         stay = np.where(stay > 0, stay - 1, -1).astype(np.int32)
         leave = np.where(leave > 0, leave - 1, -1).astype(np.int32)
     return UnitCounts(stay, leave)
+
+
+def sorted_lengths(trie: TokenTrie) -> np.ndarray:
+    """The byte length of each token in ``sorted_ids`` order (int32, once per trie)."""
+    found = trie.__dict__.get("_sorted_lengths")
+    if found is None:
+        found = np.zeros(trie.sorted_ids.size, dtype=np.int32)
+        for k in range(trie.depth):
+            found[ranges(trie.tok_start[k], trie.tok_count[k].astype(np.int64))] = k + 1
+        object.__setattr__(trie, "_sorted_lengths", found)
+    return found  # type: ignore[no-any-return]
 
 
 @dataclass(frozen=True)

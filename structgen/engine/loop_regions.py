@@ -135,6 +135,26 @@ class LoopRegion:
         exits[0] = (nodes0[order], np.concatenate([level0[1][ok0], root_bytes[drop].astype(level0[1].dtype)])[order])
         return LoopRegion(positions, slack, exits, exit_bytes)
 
+    def exits_by_run(self, trie: TokenTrie) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Every exit below the root ordered by the first position of its subtree in
+        ``sorted_ids``: ``(first positions, levels, nodes, bytes)``. The exits under one trie
+        node are then one slice (once per region)."""
+        found = self.derived.get("exits_by_run")
+        if found is None:
+            levels = [k for k in self.exits if k != 0]
+            if levels:
+                first = np.concatenate([trie.run_start[k][self.exits[k][0]] for k in levels])
+                lv = np.concatenate([np.full(self.exits[k][0].size, k, dtype=np.int64) for k in levels])
+                nodes = np.concatenate([self.exits[k][0] for k in levels])
+                byts = np.concatenate([self.exits[k][1] for k in levels])
+                order = np.argsort(first, kind="stable")
+                found = (first[order], lv[order], nodes[order], byts[order])
+            else:
+                empty = np.zeros(0, dtype=np.int64)
+                found = (empty, empty, empty, np.zeros(0, dtype=np.uint8))
+            self.remember("exits_by_run", found)
+        return found  # type: ignore[return-value]
+
     def _exit_runs(self, trie: TokenTrie) -> np.ndarray:
         """The first position in ``sorted_ids`` under each exit below the root, the levels in
         ``exits`` order, concatenated (once per region)."""

@@ -40,6 +40,9 @@ SMALL_CLASS = 8
 #: Class masks whose byte arrays are kept (each at most 256 bytes).
 MAX_CLASS_ARRAYS = 1 << 16
 ASCII_BITS = (1 << 128) - 1
+#: A node with at least this many tokens below, in a state with a loop region, takes the
+#: region's part below it instead of being walked (see ``_splice``).
+SPLICE_MIN_TOKENS = 256
 #: A run's byte set holds at most this many bytes (whitespace: space and tab); larger sets are
 #: loops that bulk acceptance and loop regions handle.
 MAX_RUN_BYTES = 8
@@ -50,9 +53,15 @@ class TransitionTable:
     """Lazily computed byte transitions between configurations."""
 
     def __init__(
-        self, system: ConfigSystem, capacity: int = 1024, tail_missing: Callable[[], np.ndarray] | None = None
+        self,
+        system: ConfigSystem,
+        capacity: int = 1024,
+        tail_missing: Callable[[], np.ndarray] | None = None,
+        token_bytes: Callable[[int], bytes] | None = None,
     ) -> None:
         self.system = system
+        #: a token's bytes by id: the path to a trie node (where a walk splices a loop region)
+        self._token_bytes = token_bytes
         #: per token id, the bytes its last character lacks (``Vocab.utf8_tail_missing``, asked
         #: for by the first walk with ends): the exact slack of tokens accepted in bulk that end
         #: inside a multi-byte character
@@ -70,6 +79,7 @@ class TransitionTable:
         self._utf8: dict[int, bool] = {}
         self._sparse: dict[int, tuple[int, ...] | None] = {}
         self._runs: dict[int, tuple[int, int | None, int] | None] = {}
+        self._regions: dict[int, LoopRegion | None] = {}
 
     def _grow(self) -> None:
         need = len(self.system.configs)
@@ -482,6 +492,15 @@ class TransitionTable:
                 nodes, states = nodes[keep], states[keep]
                 if nodes.size == 0:
                     return None
+        big = trie.run_end[k][nodes] - trie.run_start[k][nodes] >= SPLICE_MIN_TOKENS
+        if big.any():
+            spliced = np.zeros(nodes.size, dtype=bool)
+            for i in np.flatnonzero(big).tolist():
+                spliced[i] = self._splice(trie, k, int(nodes[i]), int(states[i]), out)
+            if spliced.any():
+                nodes, states = nodes[~spliced], states[~spliced]
+                if nodes.size == 0:
+                    return None
         tc = trie.tok_count[k][nodes]
         ends = tc > 0
         if ends.any():
@@ -535,6 +554,8 @@ class TransitionTable:
                     lo = v.run_start[node]
                     out.add_py(lo, v.run_end[node] - lo, state, slack)
                     continue
+            if v.run_end[node] - v.run_start[node] >= SPLICE_MIN_TOKENS and self._splice(trie, k, node, state, out):
+                continue
             tc = v.tok_count[node]
             if tc:
                 out.add_py(v.tok_start[node], tc, state, 0)
@@ -548,6 +569,38 @@ class TransitionTable:
                     continue
                 expand.append((v.child_start[node], cc, state))
         return expand
+
+    def _splice(self, trie: TokenTrie, k: int, node: int, state: int, out: _Pieces) -> bool:
+        """Below ``node`` (level ``k``, many tokens) in ``state``, take the loop region of
+        ``state`` instead of walking the subtree, where the bytes leading to ``node`` are ASCII
+        bytes ``state`` loops on: the region, built from the root, then holds under ``node``
+        exactly what a walk from ``node`` would do (a walk that reached the string body after
+        ``\\n`` or ``\\u00e9``, or a key that left the listed names, at a node with thousands
+        of tokens below). Returns whether it did."""
+        if self._token_bytes is None:
+            return False
+        region = self._regions.get(state, False)
+        if region is False:
+            region = self._regions[state] = self._loop_region(state, trie)
+        if region is None:
+            return False
+        start, end = int(trie.run_start[k][node]), int(trie.run_end[k][node])
+        path = self._token_bytes(int(trie.sorted_ids[start]))[: k + 1]
+        loops = self.loop_bits(state)
+        for b in path:
+            if b >= 0x80 or not loops >> b & 1:
+                return False
+        lo, hi = np.searchsorted(region.positions, (start, end)).tolist()
+        if hi > lo:
+            out.add_positions(region.positions[lo:hi], state, region.slack[lo:hi])
+        first, levels, e_nodes, e_byts = region.exits_by_run(trie)
+        a, b = np.searchsorted(first, (start, end)).tolist()
+        if b > a:
+            lv = levels[a:b]
+            for level in unique(lv).tolist():
+                pick = lv == level
+                out.pending.setdefault(level, []).append((e_nodes[a:b][pick], e_byts[a:b][pick], state))
+        return True
 
     def _run_of(self, cid: int) -> tuple[int, int | None, int] | None:
         """If ``cid`` is a run of a few bytes, ``u{0,m} t`` with ``u`` a byte set that the
