@@ -358,6 +358,18 @@ def _fold(
     at or above a term ``provisional`` marks go to ``local`` instead (kept by the caller only
     while they hold)."""
     stack = [(root, False)]
+    if provisional is None:
+        while stack:
+            u, ready = stack.pop()
+            if u in memo:
+                continue
+            below = kids(u)
+            if below and not ready:
+                stack.append((u, True))
+                stack.extend((c, False) for c in below if c not in memo)
+                continue
+            memo[u] = combine(u, [memo[c] for c in below])
+        return memo[root]
     if local is None:
         local = {}
     while stack:

@@ -581,7 +581,12 @@ class TransitionTable:
             return False
         region = self._regions.get(state, False)
         if region is False:
-            region = self._regions[state] = self._loop_region(state, trie)
+            # only a plain loop ``u* t`` (a string body, a digit run): asking any other state
+            # for a region would fill its whole row for nothing
+            region = None
+            if self.system.characters_loop(state) is not None:
+                region = self._loop_region(state, trie)
+            self._regions[state] = region
         if region is None:
             return False
         start, end = int(trie.run_start[k][node]), int(trie.run_end[k][node])
