@@ -97,7 +97,7 @@ def byte_limits_for(vocab: Vocab) -> ByteLimits:
 
 #: Required bytes probed per unit or frame; bytes tried first.
 PROBES = 2
-_PREFERRED = tuple(b'{}[]",:')
+_PREFERRED = b'{}[]",:'
 
 
 class CountClamp:
@@ -115,7 +115,7 @@ class CountClamp:
         self._load_limit = byte_limit  # the vocabulary's counts, looked up when first needed
         self._limit: Callable[[int], int] | None = None
         self._required: dict[int, int] = {}
-        self._counts: dict[int, dict[int, int]] = {}
+        self._counts: dict[int, tuple[int, ...]] = {}
         self._provisional_values: dict[object, dict[int, int]] = {}
         self._provisional_at = -1
         self._bound: dict[int, int | None] = {}
@@ -203,31 +203,40 @@ class CountClamp:
 
     def required_count(self, t: int, byte: int) -> int:
         """How many times ``byte`` occurs at least in every string of ``t`` (a lower bound:
-        calls, lazy rules and token symbols contribute none)."""
+        calls, lazy rules and token symbols contribute none; 1 for a byte other than JSON's
+        punctuation, whose copies are counted together in one fold)."""
+        at = _PREFERRED.find(bytes([byte]))
+        return self._punctuation_counts(t)[at] if at >= 0 else 1
+
+    def _punctuation_counts(self, t: int) -> tuple[int, ...]:
+        """For each byte of :data:`_PREFERRED`, how many times it occurs at least in every
+        string of ``t``."""
         s = self.s
-        memo = self._counts.setdefault(byte, {})
-
         kids = self._fact_kids
+        zero = (0,) * len(_PREFERRED)
+        single = {b: tuple(int(i == j) for j in range(len(_PREFERRED))) for i, b in enumerate(_PREFERRED)}
 
-        def combine(u: int, parts: list[int]) -> int:
+        def combine(u: int, parts: list[tuple[int, ...]]) -> tuple[int, ...]:
             k = s.kind[u]
             if k == BYTES_K:
-                return 1 if s.b[u] == 1 << byte else 0
-            if k == LAZY_K:
-                return parts[0] if parts else 0
+                mask = s.b[u]
+                if mask & (mask - 1):  # type: ignore[operator]
+                    return zero
+                return single.get(mask.bit_length() - 1, zero)  # type: ignore[union-attr]
             if k == SEQ_K:
-                return parts[0] + parts[1]
-            if k == AND_K:
-                return max(parts)
+                return tuple(x + y for x, y in zip(parts[0], parts[1]))
             if k == ALT_K:
-                return min(parts)
+                return tuple(min(col) for col in zip(*parts))
+            if k == AND_K:
+                return tuple(max(col) for col in zip(*parts))
             if k == REPEAT_K:
-                return s.b[u][0] * parts[0]  # type: ignore[index,no-any-return]
-            if k in (POSS_K, DIFF_K):
-                return parts[0]
-            return 0  # EMPTY, NOTHING, SYM, LAZY
+                lo = s.b[u][0]  # type: ignore[index]
+                return zero if lo == 0 else tuple(lo * x for x in parts[0])
+            if k in (POSS_K, DIFF_K, LAZY_K):
+                return parts[0] if parts else zero
+            return zero  # EMPTY, NOTHING, SYM
 
-        return _fold(t, memo, kids, combine, self._unbuilt, self._provisional(byte))
+        return _fold(t, self._counts, kids, combine, self._unbuilt, self._provisional("counts"))  # type: ignore[arg-type]
 
     def bound(self, unit: int) -> int | None:
         """``B`` for repetitions of ``unit``: more units than one token can complete (None: no

@@ -580,20 +580,29 @@ class TransitionTable:
         if self._token_bytes is None:
             return False
         region = self._regions.get(state, False)
-        if region is False:
-            # only a plain loop ``u* t`` (a string body, a digit run): asking any other state
-            # for a region would fill its whole row for nothing
-            region = None
-            if self.system.characters_loop(state) is not None:
-                region = self._loop_region(state, trie)
-            self._regions[state] = region
         if region is None:
             return False
         start, end = int(trie.run_start[k][node]), int(trie.run_end[k][node])
         path = self._token_bytes(int(trie.sorted_ids[start]))[: k + 1]
-        loops = self.loop_bits(state)
-        for b in path:
-            if b >= 0x80 or not loops >> b & 1:
+        if max(path) >= 0x80:
+            return False
+        if region is False:
+            # only a plain loop ``u* t`` (a string body, a digit run): asking any other state
+            # for a region would fill its whole row for nothing
+            if self.system.characters_loop(state) is None:
+                self._regions[state] = None
+                return False
+            # the bytes leading here must loop (checked before a region is built for nothing:
+            # a string body reached through its opening quote)
+            loops = self.loop_bits(state)
+            if any(not loops >> b & 1 for b in path):
+                return False
+            region = self._regions[state] = self._loop_region(state, trie)
+            if region is None:
+                return False
+        else:
+            loops = self.loop_bits(state)
+            if any(not loops >> b & 1 for b in path):
                 return False
         lo, hi = np.searchsorted(region.positions, (start, end)).tolist()
         if hi > lo:
