@@ -98,6 +98,9 @@ def byte_limits_for(vocab: Vocab) -> ByteLimits:
 #: Required bytes probed per unit or frame; bytes tried first.
 PROBES = 2
 _PREFERRED = b'{}[]",:'
+#: :meth:`CountClamp._punctuation_counts` of a term with none, and of each single byte of them
+_NO_PUNCTUATION = (0,) * len(_PREFERRED)
+_ONE_PUNCTUATION = {b: tuple(int(i == j) for j in range(len(_PREFERRED))) for i, b in enumerate(_PREFERRED)}
 
 
 class CountClamp:
@@ -213,8 +216,7 @@ class CountClamp:
         string of ``t``."""
         s = self.s
         kids = self._fact_kids
-        zero = (0,) * len(_PREFERRED)
-        single = {b: tuple(int(i == j) for j in range(len(_PREFERRED))) for i, b in enumerate(_PREFERRED)}
+        zero, single = _NO_PUNCTUATION, _ONE_PUNCTUATION
 
         def combine(u: int, parts: list[tuple[int, ...]]) -> tuple[int, ...]:
             k = s.kind[u]
