@@ -317,9 +317,14 @@ class TransitionTable:
             for k, (e_nodes, e_byts) in self._live_exits(region, cid, loop).items():
                 # an exit's path so far looped: below the root that is the loop configuration
                 pending[k] = [(e_nodes, e_byts, cid if k == 0 else loop)]
-        for k in range(trie.depth):
-            if frontier is not None and not frontier and k > max(pending, default=-1):
-                break
+        k = -1
+        while k + 1 < trie.depth:
+            k += 1
+            if frontier is not None and not frontier:
+                # nothing live at this level: on to the next level where a region has exits
+                if not pending:
+                    break
+                k = max(k, min(pending))
             batch = pending.pop(k, None)
             if batch is not None:
                 entry = (
