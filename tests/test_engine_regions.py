@@ -285,3 +285,49 @@ def test_unit_counts_equal_stepping_each_token(vocab_name: str) -> None:
         for tid in sample.tolist():
             want = _reference_counts(auto.table, vocab.token_bytes(tid), start)
             assert (int(counts.stay[tid]), int(counts.leave[tid])) == want, (start, vocab.token_bytes(tid))
+
+
+SPLICE_DOCS = [
+    json.dumps({"name": "a\nb \u00e9 \\ z", "code": "AB", "tags": ["x\ty", '"q"'], "other": "n\u00e9"}),
+    json.dumps({"name": "Zoë", "tags": ["日本", "é"], "n": 3, "zeta": {"k": "v"}}, ensure_ascii=False),
+]
+
+
+@pytest.mark.parametrize("vocab_name", ["llama-spm", "llama-bpe"])
+def test_spliced_regions_equal_walking_the_subtree(vocab_name: str, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Below a node with many tokens whose state is a loop reached through bytes it loops on
+    (a string body after an escape, a key that left the listed names), the walk takes a slice
+    of the state's loop region: masks and budget figures equal walking the subtree."""
+    from structgen.engine import table as table_mod
+    from structgen.schema import json_schema_to_grammar
+
+    vocab = load_vocab(vocab_name)
+    grammar = json_schema_to_grammar(SCHEMA)
+    calls = []
+    real = table_mod.TransitionTable._splice
+
+    def counting(self, *args):  # type: ignore[no-untyped-def]
+        done = real(self, *args)
+        calls.append(done)
+        return done
+
+    def walk(constraint):  # type: ignore[no-untyped-def]
+        out = []
+        for doc in SPLICE_DOCS:
+            state = constraint.start()
+            for tok in greedy_tokens(vocab, doc.encode()):
+                ids, need = constraint._after(state.config)
+                order = np.lexsort((need, ids))
+                out.append((state.mask_words().copy(), ids[order], need[order]))
+                assert state.commit_token(tok)
+        return out
+
+    monkeypatch.setattr(table_mod.TransitionTable, "_splice", counting)
+    got = walk(Constraint.compile(grammar, vocab))
+    assert any(calls), "no region was spliced"
+    monkeypatch.setattr(table_mod.TransitionTable, "_splice", lambda self, *args: False)
+    want = walk(Constraint.compile(grammar, vocab))
+    assert len(got) == len(want)
+    for step, (a, b) in enumerate(zip(got, want)):
+        for x, y in zip(a, b):
+            assert np.array_equal(x, y), f"step {step}"
