@@ -77,6 +77,17 @@ def _rebuild(node: ir.Node, leaf: Callable[[ir.Node], ir.Node]) -> ir.Node:
 _CLOSED_PRODUCTIVE: dict[int, tuple[ir.Node, bool]] = {}
 
 
+#: Closed nodes declared productive by construction (kept apart: the memo above is cleared when
+#: full, and a declaration is made once per process).
+_DECLARED_PRODUCTIVE: dict[int, ir.Node] = {}
+
+
+def declare_productive(node: ir.Node) -> None:
+    """Record that closed ``node`` derives some string (a format, non-empty by construction;
+    a test checks each): its productivity is then not found by walking it."""
+    _DECLARED_PRODUCTIVE[id(node)] = node
+
+
 def _productive_node(node: ir.Node, productive: set[str]) -> bool:
     value: dict[int, bool] = {}
     stack: list[tuple[ir.Node, bool]] = [(node, False)]
@@ -87,6 +98,9 @@ def _productive_node(node: ir.Node, productive: set[str]) -> bool:
         known = _CLOSED_PRODUCTIVE.get(id(n))
         if known is not None and known[0] is n:
             value[id(n)] = known[1]
+            continue
+        if _DECLARED_PRODUCTIVE.get(id(n)) is n:
+            value[id(n)] = True
             continue
         kids = n.children()
         if kids and not expanded:
