@@ -191,6 +191,22 @@ RUN_DOCS = [
 ] + ['{"a":\n\n[1]}', '{"a":\r\n' + " " * 40 + "[]}", '{"a":\n' + " \t" * 16 + "[]}"]
 
 
+def _masks_and_figures(constraint, vocab, docs: list[str]) -> list[tuple]:  # type: ignore[no-untyped-def]
+    """Along each document: the packed mask and the budget figures (ids with the bytes their
+    shortest completions need, sorted) at every step; a refused token ends that document."""
+    out: list[tuple] = []
+    for doc in docs:
+        state = constraint.start()
+        for tok in greedy_tokens(vocab, doc.encode()):
+            ids, need = constraint._after(state.config)
+            order = np.lexsort((need, ids))
+            out.append((state.mask_words().copy(), ids[order], need[order]))
+            if not state.commit_token(tok):
+                out.append(("refused", tok))
+                break
+    return out
+
+
 def _whitespace_vocab():  # type: ignore[no-untyped-def]
     """Every byte, every run of 1-40 spaces or tabs, a newline before each, and some JSON."""
     from structgen import Vocab
@@ -215,24 +231,11 @@ def test_run_regions_equal_stepping_each_count(vocab_name: str, monkeypatch) -> 
     vocab = _whitespace_vocab() if vocab_name == "whitespace" else load_vocab(vocab_name)
     grammar = json_schema_to_grammar(RUN_SCHEMA)
 
-    def walk(constraint):  # type: ignore[no-untyped-def]
-        out = []
-        for doc in RUN_DOCS:
-            state = constraint.start()
-            for tok in greedy_tokens(vocab, doc.encode()):
-                ids, need = constraint._after(state.config)
-                order = np.lexsort((need, ids))
-                out.append((state.mask_words().copy(), ids[order], need[order]))
-                if not state.commit_token(tok):
-                    out.append(("refused", tok))
-                    break
-        return out
-
     fast = Constraint.compile(grammar, vocab)
-    got = walk(fast)
+    got = _masks_and_figures(fast, vocab, RUN_DOCS)
     assert any(v is not None for v in fast._table._runs.values()), "no run region was used"
     monkeypatch.setattr(table_mod.TransitionTable, "_run_of", lambda self, cid: None)
-    want = walk(Constraint.compile(grammar, vocab))
+    want = _masks_and_figures(Constraint.compile(grammar, vocab), vocab, RUN_DOCS)
     assert len(got) == len(want)
     for step, (a, b) in enumerate(zip(got, want)):
         for x, y in zip(a, b):
@@ -311,22 +314,12 @@ def test_spliced_regions_equal_walking_the_subtree(vocab_name: str, monkeypatch)
         calls.append(done)
         return done
 
-    def walk(constraint):  # type: ignore[no-untyped-def]
-        out = []
-        for doc in SPLICE_DOCS:
-            state = constraint.start()
-            for tok in greedy_tokens(vocab, doc.encode()):
-                ids, need = constraint._after(state.config)
-                order = np.lexsort((need, ids))
-                out.append((state.mask_words().copy(), ids[order], need[order]))
-                assert state.commit_token(tok)
-        return out
-
     monkeypatch.setattr(table_mod.TransitionTable, "_splice", counting)
-    got = walk(Constraint.compile(grammar, vocab))
+    got = _masks_and_figures(Constraint.compile(grammar, vocab), vocab, SPLICE_DOCS)
+    assert not any(isinstance(step[0], str) for step in got), "a token of a valid document was refused"
     assert any(calls), "no region was spliced"
     monkeypatch.setattr(table_mod.TransitionTable, "_splice", lambda self, *args: False)
-    want = walk(Constraint.compile(grammar, vocab))
+    want = _masks_and_figures(Constraint.compile(grammar, vocab), vocab, SPLICE_DOCS)
     assert len(got) == len(want)
     for step, (a, b) in enumerate(zip(got, want)):
         for x, y in zip(a, b):

@@ -370,6 +370,7 @@ def _fold(
     while they hold)."""
     stack = [(root, False)]
     if provisional is None:
+        # the clamp's term rewrite runs on every new configuration: no bookkeeping it needs not
         while stack:
             u, ready = stack.pop()
             if u in memo:

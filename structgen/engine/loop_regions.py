@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..grammar.utf8 import utf8_sequences
-from .arrays import mask_to_bools, ranges
+from .arrays import mask_to_bools, ranges, unique
 from .masks import pack_ids
 from .token_trie import TokenTrie
 
@@ -106,28 +106,17 @@ class LoopRegion:
         # the dropped root children's runs of sorted_ids are disjoint and ascending, and so are
         # the region's positions: dropping them is cutting out a few slices
         starts, ends = trie.run_start[0][drop], trie.run_end[0][drop]
-        cut_lo = np.searchsorted(self.positions, starts).tolist()
-        cut_hi = np.searchsorted(self.positions, ends).tolist()
-        kept = list(zip([0] + cut_hi, cut_lo + [self.positions.size]))
+        kept = _outside(self.positions, starts, ends)
         positions = np.concatenate([self.positions[i:j] for i, j in kept])
         slack = np.concatenate([self.slack[i:j] for i, j in kept])
-        # the exits below level 0, all levels at once: those under a dropped child go
-        first_runs = self._exit_runs(trie)
-        i = np.searchsorted(starts, first_runs, side="right") - 1
-        outside = (i < 0) | (first_runs >= ends[np.maximum(i, 0)])
-        exits: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-        exit_bytes: dict[int, int] = {}
-        at = 0
-        for k, (nodes, byts) in self.exits.items():
-            if k == 0:
-                continue
-            ok = outside[at : at + nodes.size]
-            at += nodes.size
-            if ok.all():
-                exits[k] = (nodes, byts)
-                exit_bytes[k] = self.exit_bytes[k]
-            else:
-                exits[k] = (nodes[ok], byts[ok])
+        # the exits below level 0 are ordered by their subtrees' first positions too: the same
+        # cut keeps those outside the dropped children
+        first, levels, nodes, byts = self.exits_by_run(trie)
+        pick = np.concatenate([np.arange(i, j) for i, j in _outside(first, starts, ends)])
+        exits = exits_by_level(levels[pick], nodes[pick], byts[pick])
+        exit_bytes = {
+            k: self.exit_bytes[k] for k, (e_nodes, _) in exits.items() if e_nodes.size == self.exits[k][0].size
+        }
         level0 = self.exits.get(0, (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.uint8)))
         ok0 = ~differs[level0[1]]
         nodes0 = np.concatenate([level0[0][ok0], drop.astype(level0[0].dtype)])
@@ -155,21 +144,42 @@ class LoopRegion:
             self.remember("exits_by_run", found)
         return found  # type: ignore[return-value]
 
-    def _exit_runs(self, trie: TokenTrie) -> np.ndarray:
-        """The first position in ``sorted_ids`` under each exit below the root, the levels in
-        ``exits`` order, concatenated (once per region)."""
-        found = self.derived.get("exit_runs")
-        if found is None:
-            runs = [trie.run_start[k][nodes] for k, (nodes, _) in self.exits.items() if k != 0]
-            found = np.concatenate(runs) if runs else np.zeros(0, dtype=np.int64)
-            self.remember("exit_runs", found)
-        return found  # type: ignore[return-value]
+
+def _outside(values: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> list[tuple[int, int]]:
+    """The slices of ``values`` (ascending) outside every ``[starts[i], ends[i])`` (disjoint,
+    ascending)."""
+    lo = np.searchsorted(values, starts).tolist()
+    hi = np.searchsorted(values, ends).tolist()
+    return list(zip([0] + hi, lo + [values.size]))
+
+
+def exits_by_level(levels: np.ndarray, nodes: np.ndarray, byts: np.ndarray) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """Exits given in the order of :meth:`LoopRegion.exits_by_run`, grouped by level (within a
+    level that order is the nodes' order)."""
+    out: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    for level in unique(levels).tolist():
+        at = levels == level
+        out[level] = (nodes[at], byts[at])
+    return out
 
 
 def _byte_set(byts: np.ndarray) -> int:
     """The bytes of an array as a 256-bit set."""
     words = np.packbits(np.bincount(byts, minlength=256).astype(bool), bitorder="little").view(np.uint64).tolist()
     return words[0] | words[1] << 64 | words[2] << 128 | words[3] << 192
+
+
+def _cache_on(trie: TokenTrie, name: str) -> dict:  # type: ignore[type-arg]
+    """The dict kept on the (frozen) trie under ``name``, made on first use: regions belong to
+    the vocabulary, so every constraint on it shares them."""
+    cache = trie.__dict__.get(name)
+    if cache is None:
+        with _lock:
+            cache = trie.__dict__.get(name)
+            if cache is None:
+                cache = {}
+                object.__setattr__(trie, name, cache)
+    return cache  # type: ignore[no-any-return]
 
 
 def loop_region(trie: TokenTrie, loops: int, utf8: bool, chars: bool = False) -> LoopRegion:
@@ -180,13 +190,7 @@ def loop_region(trie: TokenTrie, loops: int, utf8: bool, chars: bool = False) ->
     Tokens that end inside a character are accepted with the loop configuration reported as
     their end and a slack of :data:`MULTIBYTE_SLACK`, which the walk makes the bytes the
     character lacks."""
-    cache: dict[tuple[int, bool, bool], LoopRegion] | None = trie.__dict__.get("_loop_regions")
-    if cache is None:
-        with _lock:
-            cache = trie.__dict__.get("_loop_regions")
-            if cache is None:
-                cache = {}
-                object.__setattr__(trie, "_loop_regions", cache)
+    cache: dict[tuple[int, bool, bool], LoopRegion] = _cache_on(trie, "_loop_regions")
     chars = chars and utf8
     key = (loops, utf8, chars)
     region = cache.get(key)
@@ -319,13 +323,7 @@ class RunRegion:
 def run_region(trie: TokenTrie, level: int, node: int, unit: int, most: int | None) -> RunRegion:
     """The :class:`RunRegion` below ``node`` (at ``level``) of runs of the bytes in ``unit``
     (a 256-bit set) of at most ``most`` bytes (None: any length), cached on the trie."""
-    cache: dict[tuple[int, int, int, int | None], RunRegion] | None = trie.__dict__.get("_run_regions")
-    if cache is None:
-        with _lock:
-            cache = trie.__dict__.get("_run_regions")
-            if cache is None:
-                cache = {}
-                object.__setattr__(trie, "_run_regions", cache)
+    cache: dict[tuple[int, int, int, int | None], RunRegion] = _cache_on(trie, "_run_regions")
     key = (level, node, unit, most)
     found = cache.get(key)
     if found is not None:

@@ -18,7 +18,7 @@ import numpy as np
 from ..grammar.utf8 import utf8_sequences
 from .arrays import mask_to_bools, ranges, unique, unique_inverse
 from .configs import DEAD, ConfigSystem
-from .loop_regions import MULTIBYTE_SLACK, LoopRegion, loop_region, run_region
+from .loop_regions import MULTIBYTE_SLACK, LoopRegion, exits_by_level, loop_region, run_region
 from .terms import BYTES_K, REPEAT_K, SEQ_K
 from .token_trie import LevelViews, TokenTrie
 
@@ -255,29 +255,21 @@ class TransitionTable:
             if self.rows[cid, b] == UNKNOWN:
                 self._fill(cid, b)
 
-    def walk(self, cid: int, trie: TokenTrie) -> np.ndarray:
-        """Ids of the text tokens whose bytes lead from configuration ``cid`` to a live one.
-
-        A node whose configuration loops on every byte below it accepts its whole subtree at
-        once (string bodies, digit runs): the walk never descends into it.
-        """
-        region, ids = self.walk_parts(cid, trie)
-        if region is None:
-            return ids
-        return np.concatenate([trie.sorted_ids[region.positions], ids])
-
     def walk_parts(self, cid: int, trie: TokenTrie) -> tuple[LoopRegion | None, np.ndarray]:
-        """:meth:`walk` in two parts: the loop region the walk started from (None: it started at
-        the root), whose tokens it accepts as they are, and the ids of the tokens it found
-        beyond them. Masks built on a region reuse what was built for it once (its packed mask,
-        its counted-mask base) instead of handling its tokens again."""
+        """The text tokens whose bytes lead from configuration ``cid`` to a live one, in two
+        parts: the loop region the walk started from (None: it started at the root), whose
+        tokens it accepts as they are, and the ids of the tokens it found beyond them. Masks
+        built on a region reuse what was built for it once (its packed mask, its counted-mask
+        base) instead of handling its tokens again. A node whose configuration loops on every
+        byte below it accepts its whole subtree at once (string bodies, digit runs): the walk
+        never descends into it."""
         region, ids, _, _ = self._walk(cid, trie, with_ends=False, split=True)
         return region, ids
 
     def walk_ends(
         self, cid: int, trie: TokenTrie, *, with_ends: bool = True
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Like :meth:`walk`, also giving each token's end configuration and a slack in bytes:
+        """Like :meth:`walk_parts`, also giving each token's end configuration and a slack in bytes:
         tokens accepted in bulk under a multi-byte-character loop may end inside a character,
         up to 3 bytes short of the loop configuration they are reported with.
 
@@ -585,40 +577,30 @@ class TransitionTable:
         if self._token_bytes is None:
             return False
         region = self._regions.get(state, False)
+        if region is False and self.system.characters_loop(state) is None:
+            # only a plain loop ``u* t`` (a string body, a digit run): asking any other state
+            # for a region would fill its whole row for nothing
+            region = self._regions[state] = None
         if region is None:
             return False
         start, end = int(trie.run_start[k][node]), int(trie.run_end[k][node])
         path = self._token_bytes(int(trie.sorted_ids[start]))[: k + 1]
-        if max(path) >= 0x80:
+        loops = self.loop_bits(state)
+        if max(path) >= 0x80 or any(not loops >> b & 1 for b in path):
             return False
         if region is False:
-            # only a plain loop ``u* t`` (a string body, a digit run): asking any other state
-            # for a region would fill its whole row for nothing
-            if self.system.characters_loop(state) is None:
-                self._regions[state] = None
-                return False
-            # the bytes leading here must loop (checked before a region is built for nothing:
-            # a string body reached through its opening quote)
-            loops = self.loop_bits(state)
-            if any(not loops >> b & 1 for b in path):
-                return False
+            # built once the path loops: a string body reached through its opening quote (which
+            # does not) would have built one for nothing
             region = self._regions[state] = self._loop_region(state, trie)
             if region is None:
-                return False
-        else:
-            loops = self.loop_bits(state)
-            if any(not loops >> b & 1 for b in path):
                 return False
         lo, hi = np.searchsorted(region.positions, (start, end)).tolist()
         if hi > lo:
             out.add_positions(region.positions[lo:hi], state, region.slack[lo:hi])
         first, levels, e_nodes, e_byts = region.exits_by_run(trie)
         a, b = np.searchsorted(first, (start, end)).tolist()
-        if b > a:
-            lv = levels[a:b]
-            for level in unique(lv).tolist():
-                pick = lv == level
-                out.pending.setdefault(level, []).append((e_nodes[a:b][pick], e_byts[a:b][pick], state))
+        for level, (below, byts) in exits_by_level(levels[a:b], e_nodes[a:b], e_byts[a:b]).items():
+            out.pending.setdefault(level, []).append((below, byts, state))
         return True
 
     def _run_of(self, cid: int) -> tuple[int, int | None, int] | None:
@@ -641,7 +623,8 @@ class TransitionTable:
                         after = system.config([system.stack(system.stack_parent[stacks[0]], tail)])  # type: ignore[arg-type]
                         self._grow()
                         mask = store.b[unit]
-                        if all(self.step(after, b) == DEAD for b in _bits(mask)):  # type: ignore[arg-type]
+                        unit_bytes = np.flatnonzero(mask_to_bools(mask)).tolist()  # type: ignore[arg-type]
+                        if all(self.step(after, b) == DEAD for b in unit_bytes):
                             found = (mask, store.b[head][1], after)  # type: ignore[assignment,index]
         self._runs[cid] = found
         return found
@@ -724,15 +707,6 @@ class TransitionTable:
 #: Up to this many tokens, what the Python levels accepted is expanded in Python (numpy calls
 #: cost more than a short list).
 SMALL_RESULT = 256
-
-
-def _bits(mask: int) -> list[int]:
-    out = []
-    while mask:
-        low = mask & -mask
-        out.append(low.bit_length() - 1)
-        mask ^= low
-    return out
 
 
 class _Pieces:
