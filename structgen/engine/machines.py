@@ -94,7 +94,11 @@ class _Lowering:
         r = self.facts.get(n)
         if r is not None:
             return r
-        if isinstance(n, ir.Literal):
+        closed = ir.closed_facts(n)
+        if closed is not None:
+            # a marked subtree (a format grammar): its facts were found when it was marked
+            r = (not closed.lexeme, closed.nullable, closed.setop)
+        elif isinstance(n, ir.Literal):
             r = (True, not n.data, False)
         elif isinstance(n, (ir.CharClass, ir.ByteClass)):
             r = (True, False, False)
@@ -127,7 +131,10 @@ class _Lowering:
         if n in self.shortest_memo:
             return self.shortest_memo[n]
         r: int | None
-        if isinstance(n, ir.Literal):
+        closed = ir.closed_facts(n)
+        if closed is not None and closed.plain:
+            r = closed.shortest
+        elif isinstance(n, ir.Literal):
             r = len(n.data)
         elif isinstance(n, ir.ByteClass):
             r = 1 if n.byte_ranges() else None

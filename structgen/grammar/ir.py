@@ -445,15 +445,33 @@ def iter_nodes(root: Node) -> Iterator[Node]:
 
 
 # Large subtrees without references or token atoms (format grammars: 6,000 nodes for date-time)
-# are the same objects in every grammar that uses them. Marked once, their depth is remembered
-# and the walks that only look for references, token atoms or operators step over them. Keyed by
-# identity; the entry holds the node, so the identity is not reused.
-_CLOSED: dict[int, tuple[Node, int]] = {}
+# are the same objects in every grammar that uses them. Marked once, their facts are remembered
+# and the walks that only look for references, token atoms or operators, or that need a fact
+# below, step over them. Keyed by identity; the entry holds the node, so the identity is not
+# reused.
+@dataclass(frozen=True)
+class ClosedFacts:
+    """What walks ask of a closed subtree, found in the one walk that marks it."""
+
+    depth: int  #: nesting depth (a leaf has depth 1)
+    nullable: bool  #: matches the empty string (a greedy lexeme: as its body)
+    #: bytes in its shortest sentence, None if it has none; only for a subtree without lexemes
+    #: and set operations (``plain``), None otherwise
+    shortest: int | None
+    lexeme: bool  #: a greedy lexeme below
+    setop: bool  #: a difference or an intersection below
+
+    @property
+    def plain(self) -> bool:
+        return not (self.lexeme or self.setop)
+
+
+_CLOSED: dict[int, tuple[Node, ClosedFacts]] = {}
 MAX_CLOSED = 1024
 
 
 def mark_closed(root: Node, *, known_closed: bool = False) -> Node:
-    """Remember ``root`` as closed (no :class:`Ref` or :class:`Token` inside) and its depth, if
+    """Remember ``root`` as closed (no :class:`Ref` or :class:`Token` inside) and its facts, if
     it is; return it. Its direct children are marked too: :func:`seq` and :func:`alt` splice a
     sequence or choice into the one around it, so those are the objects later grammars hold.
     Marking is an optimisation: results of every function here are the same. ``known_closed``:
@@ -462,18 +480,104 @@ def mark_closed(root: Node, *, known_closed: bool = False) -> Node:
         return root
     if not known_closed and any(isinstance(n, (Ref, Token)) for n in iter_distinct(root)):
         return root
-    depths: dict[int, int] = {}
-    _depths(root, depths)
+    facts: dict[int, _Facts] = {}
+    _closed_facts(root, facts)
     for n in (root, *root.children()):
         if n.children() and id(n) not in _CLOSED:
-            d = depths[id(n)]
             if len(_CLOSED) >= MAX_CLOSED:
                 try:  # the oldest entry; another thread may have removed it first
                     del _CLOSED[next(iter(_CLOSED))]
                 except (KeyError, RuntimeError, StopIteration):
                     pass
-            _CLOSED[id(n)] = (n, d)
+            _CLOSED[id(n)] = (n, ClosedFacts(*facts[id(n)]))
     return root
+
+
+def closed_facts(node: Node) -> ClosedFacts | None:
+    """The facts of ``node`` if it was marked by :func:`mark_closed`, else None."""
+    entry = _CLOSED.get(id(node))
+    return None if entry is None else entry[1]
+
+
+def _utf8_length(codepoint: int) -> int:
+    return 1 if codepoint < 0x80 else 2 if codepoint < 0x800 else 3 if codepoint < 0x10000 else 4
+
+
+# (depth, nullable, shortest, lexeme, setop): ClosedFacts' fields, as a tuple while walking
+_Facts = tuple[int, bool, "int | None", bool, bool]
+
+
+def _leaf_facts(n: Node) -> _Facts:
+    if isinstance(n, Literal):
+        return (1, not n.data, len(n.data), False, False)
+    if isinstance(n, CharClass):
+        cps = n.codepoints()
+        return (1, False, _utf8_length(cps[0][0]) if cps else None, False, False)
+    if isinstance(n, ByteClass):
+        return (1, False, 1 if n.byte_ranges() else None, False, False)
+    if isinstance(n, Seq):  # the empty sequence
+        return (1, True, 0, False, False)
+    if isinstance(n, Alt):  # the empty choice
+        return (1, False, None, False, False)
+    raise TypeError(f"{type(n).__name__} is not part of a closed subtree")
+
+
+def _inner_facts(n: Node, kids: list[_Facts]) -> _Facts:
+    # one pass over the children, no generators: this runs for every node of a format grammar
+    depth, lexeme, setop = 0, False, False
+    for k in kids:
+        if k[0] > depth:
+            depth = k[0]
+        lexeme = lexeme or k[3]
+        setop = setop or k[4]
+    kind = type(n)
+    shortest: int | None = None
+    if kind is Seq:
+        nullable, shortest = True, 0
+        for k in kids:
+            nullable = nullable and k[1]
+            shortest = None if shortest is None or k[2] is None else shortest + k[2]
+    elif kind is Alt:
+        nullable = False
+        for k in kids:
+            nullable = nullable or k[1]
+            if k[2] is not None and (shortest is None or k[2] < shortest):
+                shortest = k[2]
+    elif type(n) is Repeat:
+        k = kids[0]
+        nullable = n.min == 0 or n.max == 0 or k[1]
+        shortest = 0 if n.min == 0 or n.max == 0 else None if k[2] is None else n.min * k[2]
+    elif kind is Lexeme:
+        nullable, lexeme = kids[0][1], True
+    elif kind is Difference:
+        nullable, setop = kids[0][1] and not kids[1][1], True
+    elif kind is Intersection:
+        nullable, setop = kids[0][1] and kids[1][1], True
+    else:  # pragma: no cover - the node kinds with children are the ones above
+        raise TypeError(f"unknown node {n!r}")
+    return (depth + 1, nullable, None if lexeme or setop else shortest, lexeme, setop)
+
+
+def _closed_facts(root: Node, done: dict[int, _Facts]) -> None:
+    """Fill ``done`` with the facts of every node under ``root`` (closed: no Ref, no Token)."""
+    stack: list[tuple[Node, bool]] = [(root, False)]
+    while stack:
+        n, expanded = stack.pop()
+        if id(n) in done:
+            continue
+        known = _CLOSED.get(id(n))
+        if known is not None:
+            f = known[1]
+            done[id(n)] = (f.depth, f.nullable, f.shortest, f.lexeme, f.setop)
+            continue
+        kids = n.children()
+        if not kids:
+            done[id(n)] = _leaf_facts(n)
+        elif not expanded:
+            stack.append((n, True))
+            stack.extend((c, False) for c in kids if id(c) not in done)
+        else:
+            done[id(n)] = _inner_facts(n, [done[id(c)] for c in kids])
 
 
 def is_closed(node: Node) -> bool:
@@ -522,7 +626,7 @@ def _depths(root: Node, done: dict[int, int]) -> None:
             continue
         closed = _CLOSED.get(id(n))
         if closed is not None:
-            done[id(n)] = closed[1]
+            done[id(n)] = closed[1].depth
             continue
         kids = n.children()
         if kids and not expanded:
