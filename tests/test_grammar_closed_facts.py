@@ -92,3 +92,15 @@ def test_format_grammars_facts_equal_walked_facts() -> None:
         walked = _unmarked(lambda node=node: _engine_facts(node))  # type: ignore[misc]
         ir.mark_closed(node)
         assert _engine_facts(node) == walked
+
+
+def test_declared_leap_second_facts_equal_walked_facts() -> None:
+    """date-time's leap-second hours are marked with facts from their shape, not walked."""
+    leap = format_datetime.leap_second_times()
+    hours = leap.children()
+    assert len(hours) == 24
+    for hour in hours:
+        declared = ir.closed_facts(hour)
+        assert declared is not None
+        walked = _unmarked(lambda hour=hour: ir.facts_of(hour))  # type: ignore[misc]
+        assert declared == walked
