@@ -181,3 +181,18 @@ def test_end_to_end_small_run(tmp_path: pathlib.Path) -> None:
     prep = out["prepare"]["llama-spm"]["structgen"]["prepare_parts"]
     assert prep["cold_s"] > 0 and prep["cached_s"] > 0
     assert len(out["load_start"]) == 3 and len(out["load_end"]) == 3
+
+
+def test_mask_calls_are_the_same_in_every_run() -> None:
+    """`benchmarks/mask_calls.py` counts calls, not time: two counts of one walk agree."""
+    if vocab_path("llama-spm") is None:
+        pytest.skip("asset vocab/llama-spm missing: run make assets")
+    pytest.importorskip("llama_cpp")
+    from benchmarks import mask_calls
+
+    first = mask_calls.count(["enum"], "llama-spm")
+    second = mask_calls.count(["enum"], "llama-spm")
+    assert first["enum"]["masks"] > 0 and first["enum"]["python"] > 0
+    # the second constraint meets process-wide caches the first one filled: compare each with a
+    # third made under the same conditions
+    assert mask_calls.count(["enum"], "llama-spm") == second
