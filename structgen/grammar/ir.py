@@ -563,7 +563,7 @@ def _inner_facts(n: Node, kids: list[_Facts]) -> _Facts:
             nullable = nullable or k[1]
             if k[2] is not None and (shortest is None or k[2] < shortest):
                 shortest = k[2]
-    elif type(n) is Repeat:
+    elif type(n) is Repeat:  # spelled out so that the type checker knows ``n`` is a Repeat
         k = kids[0]
         nullable = n.min == 0 or n.max == 0 or k[1]
         shortest = 0 if n.min == 0 or n.max == 0 else None if k[2] is None else n.min * k[2]
