@@ -20,7 +20,6 @@ from . import format_datetime as dt
 from . import format_net as net
 from . import format_uri as ref
 from .json_escapes import declare_self_encoded
-from .trim import declare_productive
 
 
 @dataclass(frozen=True)
@@ -99,12 +98,8 @@ def format_node(name: str, *, pointer: str = "", exact_only: bool = False) -> ir
         )
     node = info.build()
     if info.self_encoded:
-        # facts known by construction: the translator's walks that would find them out take
-        # tens of ms on date-time's ~7,000 nodes the first time a process meets it
+        # known by construction: the encoder's walk that would find it out takes tens of ms on
+        # date-time's ~7,000 nodes the first time a process meets it (that the node derives some
+        # string, the clean-up reads from the mark the encoder leaves: ir.ClosedFacts)
         declare_self_encoded(node)
-        declare_productive(node)
-        if isinstance(node, ir.Seq):
-            # a sequence is flattened into the string's quotes: its parts are what a walk meets
-            for part in node.items:
-                declare_productive(part)
     return node

@@ -73,19 +73,10 @@ def _rebuild(node: ir.Node, leaf: Callable[[ir.Node], ir.Node]) -> ir.Node:
     return done[id(node)]
 
 
-#: Productivity of closed subtrees (no Ref inside, so it does not depend on the rules), by identity.
+#: Productivity of closed subtrees with a lexeme or a set operation below (no Ref inside, so it
+#: does not depend on the rules), by identity. Other closed subtrees have it in their mark: they
+#: derive a string exactly when they have a shortest one (``ir.ClosedFacts``).
 _CLOSED_PRODUCTIVE: dict[int, tuple[ir.Node, bool]] = {}
-
-
-#: Closed nodes declared productive by construction (kept apart: the memo above is cleared when
-#: full, and a declaration is made once per process).
-_DECLARED_PRODUCTIVE: dict[int, ir.Node] = {}
-
-
-def declare_productive(node: ir.Node) -> None:
-    """Record that closed ``node`` derives some string (a format, non-empty by construction;
-    a test checks each): its productivity is then not found by walking it."""
-    _DECLARED_PRODUCTIVE[id(node)] = node
 
 
 def _productive_node(node: ir.Node, productive: set[str]) -> bool:
@@ -99,8 +90,9 @@ def _productive_node(node: ir.Node, productive: set[str]) -> bool:
         if known is not None and known[0] is n:
             value[id(n)] = known[1]
             continue
-        if _DECLARED_PRODUCTIVE.get(id(n)) is n:
-            value[id(n)] = True
+        facts = ir.closed_facts(n)
+        if facts is not None and facts.plain:
+            value[id(n)] = facts.shortest is not None
             continue
         kids = n.children()
         if kids and not expanded:
