@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable, TypeVar
 
 import jsonschema
 
+from structgen.grammar import ir
 from structgen.schema import json_schema_to_grammar
+from structgen.schema import trim as trim_mod
+
+T = TypeVar("T")
 
 
 def texts(value: Any) -> list[str]:
@@ -39,3 +43,16 @@ def check(schema: Any, good: Iterable[Any] = (), bad: Iterable[Any] = (), *, spe
         for t in texts(v):
             assert not grammar.matches(t), f"invalid instance accepted: {t}"
     return grammar
+
+
+def unmarked(fn: Callable[[], T]) -> T:
+    """Run ``fn`` with the closed-subtree registry (``ir.mark_closed``) and the clean-up's cache
+    of it emptied: what the walks find without the marks."""
+    saved, saved_prod = dict(ir._CLOSED), dict(trim_mod._CLOSED_PRODUCTIVE)
+    ir._CLOSED.clear()
+    trim_mod._CLOSED_PRODUCTIVE.clear()
+    try:
+        return fn()
+    finally:
+        ir._CLOSED.update(saved)
+        trim_mod._CLOSED_PRODUCTIVE.update(saved_prod)

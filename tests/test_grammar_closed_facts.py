@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Callable, TypeVar
-
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from schema_helpers import unmarked
 
 from structgen import Grammar
 from structgen.engine.machines import _Lowering
 from structgen.engine.terms import TermStore
 from structgen.grammar import ir
 from structgen.schema import format_datetime, formats
-from structgen.schema import trim as trim_mod
-
-T = TypeVar("T")
 
 _leaves = st.one_of(
     st.sampled_from(["a", "0", "", "日", "ab"]).map(ir.lit),
@@ -44,17 +40,6 @@ def _extend(children: st.SearchStrategy[ir.Node]) -> st.SearchStrategy[ir.Node]:
 closed_trees = st.recursive(_leaves, _extend, max_leaves=12)
 
 
-def _unmarked(fn: Callable[[], T]) -> T:
-    saved, saved_prod = dict(ir._CLOSED), dict(trim_mod._CLOSED_PRODUCTIVE)
-    ir._CLOSED.clear()
-    trim_mod._CLOSED_PRODUCTIVE.clear()
-    try:
-        return fn()
-    finally:
-        ir._CLOSED.update(saved)
-        trim_mod._CLOSED_PRODUCTIVE.update(saved_prod)
-
-
 def _engine_facts(node: ir.Node) -> list[tuple[object, ...]]:
     """The lowering's facts of ``node``'s root and direct children (the nodes a mark covers).
 
@@ -75,8 +60,8 @@ def _engine_facts(node: ir.Node) -> list[tuple[object, ...]]:
 @settings(max_examples=300, deadline=None)
 @given(closed_trees)
 def test_marked_facts_equal_walked_facts(node: ir.Node) -> None:
-    walked = _unmarked(lambda: _engine_facts(node))
-    _unmarked(lambda: ir.mark_closed(node))
+    walked = unmarked(lambda: _engine_facts(node))
+    unmarked(lambda: ir.mark_closed(node))
     try:
         assert _engine_facts(node) == walked
     finally:
@@ -89,7 +74,7 @@ def test_format_grammars_facts_equal_walked_facts() -> None:
     nodes = [format_datetime.date_time(), format_datetime.full_date(), format_datetime.duration()]
     nodes += [formats.format_node(name) for name in ("uuid", "ipv4", "ipv6", "email", "hostname", "uri")]
     for node in nodes:
-        walked = _unmarked(lambda node=node: _engine_facts(node))  # type: ignore[misc]
+        walked = unmarked(lambda node=node: _engine_facts(node))  # type: ignore[misc]
         ir.mark_closed(node)
         assert _engine_facts(node) == walked
 
@@ -102,5 +87,5 @@ def test_declared_leap_second_facts_equal_walked_facts() -> None:
     for hour in hours:
         declared = ir.closed_facts(hour)
         assert declared is not None
-        walked = _unmarked(lambda hour=hour: ir.facts_of(hour))  # type: ignore[misc]
+        walked = unmarked(lambda hour=hour: ir.facts_of(hour))  # type: ignore[misc]
         assert declared == walked

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from schema_helpers import unmarked
 
 from structgen.grammar import ir
 from structgen.schema import trim as trim_mod
@@ -156,18 +157,6 @@ def test_shared_subtree_counts_once_per_occurrence() -> None:
 # closed subtrees (ir.mark_closed): walks step over them, results unchanged
 
 
-def _unmarked(fn):  # type: ignore[no-untyped-def]
-    """Run ``fn`` with the closed-subtree registry (and trim's cache of it) emptied."""
-    saved, saved_prod = dict(ir._CLOSED), dict(trim_mod._CLOSED_PRODUCTIVE)
-    ir._CLOSED.clear()
-    trim_mod._CLOSED_PRODUCTIVE.clear()
-    try:
-        return fn()
-    finally:
-        ir._CLOSED.update(saved)
-        trim_mod._CLOSED_PRODUCTIVE.update(saved_prod)
-
-
 def test_mark_closed_refuses_references_and_tokens() -> None:
     with_ref = ir.Seq((ir.lit("a"), ir.Alt((ir.Ref("r"), ir.lit("b")))))
     with_token = ir.Seq((ir.lit("a"), ir.Token((5,))))
@@ -189,7 +178,7 @@ def test_trim_and_grammar_checks_ignore_marks(a: ir.Node, b: ir.Node, c: ir.Node
         "r2": ir.Alt((c, ir.Seq((shared, shared)), ir.Ref("r3"))),
         "r3": ir.Seq((ir.Ref("r1"), shared)),
     }
-    plain = _unmarked(lambda: list(trim_mod.trim(dict(rules), "root").items()))
+    plain = unmarked(lambda: list(trim_mod.trim(dict(rules), "root").items()))
     ir.mark_closed(shared)
     assert list(trim_mod.trim(dict(rules), "root").items()) == plain
     assert ir.depth(rules["r2"]) == _tree_depth(rules["r2"])
