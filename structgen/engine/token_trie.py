@@ -7,8 +7,8 @@ prefix are contiguous in sorted order) and how many there are, and which tokens 
 A walk from an automaton state then advances all live nodes of a level with one gather, and
 never visits the subtree of a dead node. The trie knows nothing about grammars.
 
-Built once per vocabulary (about a second for 128k tokens, measured in docs/engine.md) and cached
-on disk by the vocabulary's fingerprint.
+Built once per vocabulary (0.2-0.3 s for Llama 3's 128k tokens, 0.4-0.5 s for Gemma 3's 262k;
+``docs/performance.md``) and cached on disk by the vocabulary's fingerprint.
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
+
+from .arrays import ranges
 
 
 @dataclass(frozen=True)
@@ -119,32 +121,28 @@ def build_token_trie(tokens: Sequence[bytes | None], is_text: np.ndarray) -> Tok
 
 
 def build_token_trie_from_buffer(buffer: np.ndarray, offsets: np.ndarray, is_text: np.ndarray) -> TokenTrie:
-    """Build the trie from a vocabulary's concatenated token bytes and their offsets."""
+    """Build the trie from a vocabulary's concatenated token bytes and their offsets.
+
+    Everything is read from the flat buffer (no padded token-by-byte matrix: 128k tokens of up
+    to 256 bytes would be tens of MB to fill, compare and reorder): a node's byte is one gather
+    per level, and the two per-token facts the levels need come from short passes over the bytes
+    (:func:`_adjacent_lcp`, :func:`_well_formed_from`)."""
+    buffer = np.asarray(buffer, dtype=np.uint8)
+    offsets = np.asarray(offsets, dtype=np.int64)
     all_lengths = np.diff(offsets)
     n_all = all_lengths.size
     candidates = np.flatnonzero(is_text[:n_all] & (all_lengths > 0))
-    raw = buffer.tobytes()
-    starts_all = offsets.tolist()
-    ids = sorted(candidates.tolist(), key=lambda i: raw[starts_all[i] : starts_all[i + 1]])
-    n = len(ids)
-    sorted_ids = np.asarray(ids, dtype=np.int32)
+    sorted_ids = _byte_order(buffer, offsets, candidates).astype(np.int32)
+    n = sorted_ids.size
     if n == 0:
         return TokenTrie(n_all, (), (), (), (), (), (), (), (), (), sorted_ids)
     lengths = all_lengths[sorted_ids]
+    starts = offsets[sorted_ids]  # where each sorted token's bytes start in ``buffer``
     width = int(lengths.max())
-    # padded byte matrix, one row per sorted token, -1 past the end
-    padded = np.full((n, width), -1, dtype=np.int16)
-    row = np.repeat(np.arange(n), lengths)
-    col = np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-    padded[row, col] = buffer[np.repeat(offsets[sorted_ids], lengths) + col]
     # lcp[i] = longest common prefix of token i-1 and token i (0 for i == 0)
-    lcp = np.zeros(n, dtype=np.int64)
-    if n > 1:
-        differ = padded[1:] != padded[:-1]
-        differ |= padded[1:] < 0
-        lcp[1:] = np.argmax(np.concatenate([differ, np.ones((n - 1, 1), dtype=bool)], axis=1), axis=1)
-
-    wf = _well_formed_suffixes(padded, lengths)
+    lcp = _adjacent_lcp(buffer, starts, lengths)
+    # wf[p]: the bytes of p's token from p on are well-formed UTF-8 (one extra True at the end)
+    wf = _well_formed_from(buffer, offsets)
     level_byte, child_start, child_count, tok_start, tok_count = [], [], [], [], []
     run_start, run_end, utf8_below = [], [], []
     node_prev = np.zeros(n, dtype=np.int64)  # each token's node at the previous level
@@ -157,7 +155,7 @@ def build_token_trie_from_buffer(buffer: np.ndarray, offsets: np.ndarray, is_tex
         node_of_alive = np.cumsum(starts_node) - 1
         first_tokens = alive[starts_node]
         n_nodes = first_tokens.size
-        level_byte.append(padded[first_tokens, k].astype(np.uint8))
+        level_byte.append(buffer[starts[first_tokens] + k])
         # children of the previous level's nodes
         parents = node_prev[first_tokens] if k else np.zeros(n_nodes, dtype=np.int64)
         counts = np.bincount(parents, minlength=prev_n_nodes).astype(np.int32)
@@ -181,7 +179,9 @@ def build_token_trie_from_buffer(buffer: np.ndarray, offsets: np.ndarray, is_tex
         run_start.append(first_tokens.astype(np.int64))
         run_end.append(alive[last].astype(np.int64) + 1)
         group_starts = np.r_[0, last[:-1] + 1]
-        utf8_below.append(np.minimum.reduceat(wf[alive, k + 1], group_starts).astype(bool))
+        # a token ending at the node has nothing below it: well-formed
+        below_ok = wf[starts[alive] + k + 1] | ending
+        utf8_below.append(np.minimum.reduceat(below_ok, group_starts).astype(bool))
         node_prev[alive] = node_of_alive
         prev_n_nodes = n_nodes
     # the last level has no children
@@ -216,44 +216,90 @@ def build_token_trie_from_buffer(buffer: np.ndarray, offsets: np.ndarray, is_tex
     )
 
 
-def _well_formed_suffixes(padded: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """``wf[i, j]``: bytes ``j..`` of token ``i`` are well-formed UTF-8 (complete characters, the
-    last possibly cut short); one column per position plus one for the empty suffix."""
-    n, width = padded.shape
-    # work in order of decreasing length, so that column j concerns a prefix of the rows
-    order = np.argsort(-lengths, kind="stable")
-    longer = n - np.cumsum(np.bincount(lengths, minlength=width + 1))  # tokens longer than j
-    b = padded[order]
-    ws = np.ones((n, width + 1), dtype=bool)
-    for j in range(width - 1, -1, -1):
-        m = int(longer[j])
-        if m == 0:
-            continue
-        c = b[:m, j]
-        res = (c < 0x80) & ws[:m, j + 1]
-        high = np.flatnonzero(c >= 0xC2)
-        if high.size:
-            ch = c[high]
-            for lo, hi, length, s_lo, s_hi in _LEADS:
-                sel = (ch >= lo) & (ch <= hi)
-                if not sel.any():
-                    continue
-                rows = high[sel]
-                good = np.ones(rows.size, dtype=bool)
-                ended = np.zeros(rows.size, dtype=bool)
-                for t in range(1, length):
-                    if j + t >= width:
-                        ended[:] = True
-                        break
-                    bt = b[rows, j + t]
-                    ended |= bt < 0
-                    lo_t, hi_t = (s_lo, s_hi) if t == 1 else (0x80, 0xBF)
-                    good &= ended | ((bt >= lo_t) & (bt <= hi_t))
-                tail = ws[rows, j + length] if j + length <= width else True
-                res[rows] = good & (ended | tail)
-        ws[:m, j] = res
-    wf = np.empty_like(ws)
-    wf[order] = ws
+def _byte_order(buffer: np.ndarray, offsets: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """``ids`` (ascending) sorted by their tokens' bytes, equal tokens by id: numpy's stable
+    sort of the tokens as fixed-width strings, zero-padded (half the time of Python's sort of
+    128k byte strings). Such strings compare equal when they differ only in trailing zero bytes
+    (``b"a"`` and ``b"a\\x00"``), whose true order is by length: where that happens, Python's
+    sort of the bytes decides."""
+    if ids.size == 0:
+        return ids
+    lengths = np.diff(offsets)[ids]
+    width = int(lengths.max())
+    padded = np.zeros(ids.size * width, dtype=np.uint8)
+    padded[ranges(np.arange(ids.size, dtype=np.int64) * width, lengths)] = buffer[ranges(offsets[ids], lengths)]
+    strings = padded.view(f"S{width}")
+    order = np.argsort(strings, kind="stable")
+    ranked = strings[order]
+    tied = np.flatnonzero(ranked[1:] == ranked[:-1])
+    if tied.size and np.any(lengths[order[tied]] != lengths[order[tied + 1]]):
+        raw = buffer.tobytes()
+        starts = offsets.tolist()
+        return np.asarray(sorted(ids.tolist(), key=lambda i: raw[starts[i] : starts[i + 1]]), dtype=np.int64)
+    return ids[order]
+
+
+def _adjacent_lcp(buffer: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """For tokens in byte order, the length of the common prefix of each with the one before
+    (0 for the first): column by column over the pairs still equal, which most pairs leave
+    after a byte or two."""
+    n = lengths.size
+    lcp = np.zeros(n, dtype=np.int64)
+    pair = np.arange(1, n)  # the pairs (i - 1, i) equal on the first j bytes
+    j = 0
+    while pair.size:
+        both = (lengths[pair - 1] > j) & (lengths[pair] > j)
+        at = np.flatnonzero(both)
+        same = np.zeros(pair.size, dtype=bool)
+        same[at] = buffer[starts[pair[at] - 1] + j] == buffer[starts[pair[at]] + j]
+        lcp[pair[~same]] = j
+        pair = pair[same]
+        j += 1
+    return lcp
+
+
+def _well_formed_from(buffer: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """``wf[p]``: the bytes from ``p`` to the end of its token (tokens are ``buffer[offsets[i]:
+    offsets[i + 1]]``) are well-formed UTF-8, the last character possibly cut short; one more
+    entry for the position after the buffer. The empty suffix of a token is the next token's
+    first position here: the caller treats a token that ends there as well-formed itself.
+
+    UTF-8 synchronises itself: characters start exactly at the bytes that are not continuation
+    bytes, whichever position a suffix starts from. So a suffix is well-formed when it does not
+    start with a continuation byte and no position in it is *bad*: a byte that never starts a
+    character (``C0``, ``C1``, ``F5``-``FF``), a lead byte whose character breaks inside the
+    token, or a continuation byte that no valid character prefix before it covers. One pass per
+    continuation position (at most three) over the lead bytes, and a cumulative count per
+    token."""
+    b = np.asarray(buffer, dtype=np.uint8)
+    size = int(offsets[-1]) if offsets.size else 0
+    b = b[:size]
+    first = int(offsets[0]) if offsets.size else 0
+    # per position: its token's end (bytes before the first token: one more token)
+    token_end = np.concatenate([np.full(first, first, dtype=np.int64), np.repeat(offsets[1:], np.diff(offsets))])
+    cont = (b & 0xC0) == 0x80
+    need = _SEQ_LEN[b]
+    bad = (need == 0) & ~cont
+    covered = np.zeros(size, dtype=bool)
+    leads = np.flatnonzero(need >= 2)
+    intact = np.ones(leads.size, dtype=bool)  # the character so far is a valid prefix
+    for t in (1, 2, 3):
+        pos = leads + t
+        inside = np.flatnonzero((need[leads] > t) & (pos < token_end[leads]))
+        got = b[pos[inside]]
+        if t == 1:
+            lead = b[leads[inside]]
+            good = (got >= _SECOND_LO[lead]) & (got <= _SECOND_HI[lead])
+        else:
+            good = (got >= 0x80) & (got <= 0xBF)
+        bad[leads[inside[~good]]] = True
+        intact[inside] &= good
+        covered[pos[inside[intact[inside]]]] = True
+    bad |= cont & ~covered
+    count = np.zeros(size + 1, dtype=np.int64)
+    np.cumsum(bad, out=count[1:])
+    wf = np.ones(size + 1, dtype=bool)
+    wf[:size] = ~cont & (count[token_end] == count[:size])
     return wf
 
 
@@ -268,3 +314,20 @@ _LEADS = (
     (0xF1, 0xF3, 4, 0x80, 0xBF),
     (0xF4, 0xF4, 4, 0x80, 0x8F),
 )
+
+
+def _lead_tables() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per byte: the length of the character it starts (1 for ASCII, 0 for continuation and
+    invalid bytes), and the range allowed for the character's second byte."""
+    seq_len = np.zeros(256, dtype=np.int8)
+    seq_len[:0x80] = 1
+    lo = np.zeros(256, dtype=np.uint8)
+    hi = np.zeros(256, dtype=np.uint8)
+    for first_lo, first_hi, length, s_lo, s_hi in _LEADS:
+        seq_len[first_lo : first_hi + 1] = length
+        lo[first_lo : first_hi + 1] = s_lo
+        hi[first_lo : first_hi + 1] = s_hi
+    return seq_len, lo, hi
+
+
+_SEQ_LEN, _SECOND_LO, _SECOND_HI = _lead_tables()
