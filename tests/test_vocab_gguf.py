@@ -232,6 +232,27 @@ def test_truncated_real_file(tmp_path: Path) -> None:
             Vocab.from_gguf(_write(tmp_path, data[:cut], f"cut{cut}.gguf"), cache=False)
 
 
+def test_truncated_inside_string_arrays(tmp_path: Path) -> None:
+    """Cuts inside the token list (read) and the merges (skipped) of a byte-level file: a clear
+    error, whichever loop of the string-array reader meets the end."""
+    data = vocab_path("llama-bpe").read_bytes()
+    for cut in (len(data) // 5, len(data) // 2, len(data) * 4 // 5):
+        with pytest.raises(VocabError, match="corrupt GGUF|truncated"):
+            Vocab.from_gguf(_write(tmp_path, data[:cut], f"cut{cut}.gguf"), cache=False)
+
+
+@pytest.mark.parametrize("key", ["tokenizer.ggml.tokens", "x.skipped"])
+def test_string_length_past_the_end(tmp_path: Path, key: str) -> None:
+    """A string whose length runs past the end of the file, in an array that is read and in
+    one that is skipped."""
+    kvs = [kv for kv in tiny_spm_kvs() if kv[0] != key] + [(key, ARRAY, (STRING, ["zz-last", "<unk>"]))]
+    data = gguf_bytes(kvs)
+    at = data.index(b"zz-last") - 8
+    data = data[:at] + (1 << 40).to_bytes(8, "little") + data[at + 8 :]
+    with pytest.raises(VocabError, match="corrupt GGUF"):
+        Vocab.from_gguf(_write(tmp_path, data), cache=False)
+
+
 def test_nested_arrays_are_bounded(tmp_path: Path) -> None:
     inner: tuple = (UINT32, [1])
     for _ in range(10):

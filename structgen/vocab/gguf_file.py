@@ -90,24 +90,33 @@ class _Cursor:
         return v
 
     def string_array(self, count: int, keep: bool) -> list[bytes] | None:
-        # The hot loop of the reader: one length read and one slice per string.
+        # The hot loop of the reader (128k tokens, 280k merges skipped on Llama 3): one length
+        # read and one slice per string; the bounds are checked once at the end, since reading
+        # a length past the end raises and a slice past it is cut short.
         buf, off, size = self.buf, self.off, self.size
         unpack = self.len_fmt.unpack_from
         width = self.len_fmt.size
         out: list[bytes] | None = [] if keep else None
-        append = out.append if out is not None else None
-        for _ in range(count):
-            if off + width > size:
-                self.off = off
-                raise self.fail("truncated string array")
-            (n,) = unpack(buf, off)
-            off += width
-            if off + n > size:
-                self.off = off
-                raise self.fail("string past end of file")
-            if append is not None:
-                append(buf[off : off + n])
-            off += n
+        try:
+            if out is not None:
+                append = out.append
+                for _ in range(count):
+                    (n,) = unpack(buf, off)
+                    off += width
+                    append(buf[off : off + n])
+                    off += n
+                    if off > size:
+                        break
+            else:
+                for _ in range(count):
+                    (n,) = unpack(buf, off)
+                    off += width + n
+        except struct.error:
+            self.off = off
+            raise self.fail("truncated string array") from None
+        if off > size:
+            self.off = size
+            raise self.fail("string past end of file")
         self.off = off
         return out
 

@@ -46,6 +46,9 @@ CHAR_TO_BYTE: dict[str, int] = {c: b for b, c in enumerate(BYTE_TO_CHAR)}
 # below 256 are sent to U+FFFF so that encoding fails for them instead of passing them through.
 _TO_LATIN1: dict[int, str] = {cp: "\uffff" for cp in range(256)}
 _TO_LATIN1.update({ord(c): chr(b) for b, c in enumerate(BYTE_TO_CHAR)})
+# the same as an array over code points 0..0x143: the byte, or -1 outside the alphabet
+_CODE_POINT_TO_BYTE = np.full(max(ord(c) for c in BYTE_TO_CHAR) + 1, -1, dtype=np.int16)
+_CODE_POINT_TO_BYTE[[ord(c) for c in BYTE_TO_CHAR]] = np.arange(256)
 
 
 def decode_byte_level(piece: str) -> bytes | None:
@@ -66,21 +69,27 @@ def decode_byte_level_utf8(piece: bytes) -> bytes | None:
 
 
 def decode_byte_level_many(pieces: list[bytes]) -> list[bytes | None]:
-    """:func:`decode_byte_level_utf8` for many tokens at once: one decode, translate and encode
-    over the joined strings (each alphabet character is one output byte, so token boundaries
-    follow from code point counts). Falls back to token by token if any token is not valid."""
+    """:func:`decode_byte_level_utf8` for many tokens at once: the joined strings decoded once
+    and their code points looked up in one numpy gather (a third of ``str.translate``'s time on
+    Llama 3's 128k tokens); each alphabet character is one output byte, so token boundaries
+    follow from code point counts. Falls back to token by token if any token is not valid."""
     blob = b"".join(pieces)
     try:
-        out = blob.decode("utf-8").translate(_TO_LATIN1).encode("latin-1")
-    except (UnicodeDecodeError, UnicodeEncodeError):
+        code_points = np.frombuffer(blob.decode("utf-8").encode("utf-32-le"), dtype=np.uint32)
+    except UnicodeDecodeError:
         return [decode_byte_level_utf8(p) for p in pieces]
+    table = _CODE_POINT_TO_BYTE
+    looked = table[np.minimum(code_points, table.size - 1)]
+    if code_points.size and (int(code_points.max()) >= table.size or int(looked.min()) < 0):
+        return [decode_byte_level_utf8(p) for p in pieces]
+    out = looked.astype(np.uint8).tobytes()
     raw = np.frombuffer(blob, dtype=np.uint8)
     code_points_before = np.zeros(len(raw) + 1, dtype=np.int64)
     np.cumsum((raw & 0xC0) != 0x80, out=code_points_before[1:])
     ends = np.zeros(len(pieces) + 1, dtype=np.int64)
     np.cumsum(np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces)), out=ends[1:])
     bounds = code_points_before[ends].tolist()
-    return [out[bounds[k] : bounds[k + 1]] for k in range(len(pieces))]
+    return [out[a:b] for a, b in zip(bounds, bounds[1:])]
 
 
 def encode_byte_level(raw: bytes) -> str:
