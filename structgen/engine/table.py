@@ -318,6 +318,11 @@ class TransitionTable:
                     break
                 k = max(k, min(pending))
             batch = pending.pop(k, None)
+            if batch is not None and frontier is not None and sum(b[0].size for b in batch) + len(frontier) <= NARROW:
+                # a few exits (a run region's newline-and-spaces tokens, a string's quotes) join
+                # a Python level: stepped one by one, not through the arrays
+                frontier = frontier + self._exits_python(batch)
+                batch = None
             if batch is not None:
                 entry = (
                     np.concatenate([b[0] for b in batch]) if len(batch) > 1 else batch[0][0],
@@ -360,6 +365,22 @@ class TransitionTable:
             parents = np.repeat(expanded, counts)
             states = self.gather(parents, trie.level_byte[k + 1][nodes])
         return (region if split else None, *out.result(trie))
+
+    def _exits_python(self, batch: list[tuple[np.ndarray, np.ndarray, int]]) -> list[tuple[int, int, int]]:
+        """The live ones of a few region exits as ``(node, state, parent)``, stepped in Python."""
+        out: list[tuple[int, int, int]] = []
+        flat = self._flat
+        for e_nodes, e_byts, parent in batch:
+            base = parent * 256
+            for node, byte in zip(e_nodes.tolist(), e_byts.tolist()):
+                key = base + byte
+                state = flat[key] if key < len(flat) else UNKNOWN
+                if state == UNKNOWN:
+                    state = self.step(parent, byte)
+                    flat = self._flat
+                if state != DEAD:
+                    out.append((node, state, parent))
+        return out
 
     def _entry_region(self, cid: int, trie: TokenTrie) -> tuple[LoopRegion | None, int]:
         """Where a walk from ``cid`` may start from a loop region: ``cid``'s own, or, when
