@@ -103,8 +103,12 @@ class ConfigSystem:
 
     def step(self, cid: int, symbol: int) -> int:
         """The configuration after reading ``symbol`` (a byte 0-255, or a token symbol)."""
+        stacks = self.configs[cid]
+        if len(stacks) == 1:
+            one = self._step_stack(stacks[0], symbol)
+            return self.config(one) if one else DEAD
         out: set[int] = set()
-        for sid in self.configs[cid]:
+        for sid in stacks:
             out.update(self._step_stack(sid, symbol))
         return self.config(out) if out else DEAD
 
@@ -113,6 +117,15 @@ class ConfigSystem:
         r = self._step_memo.get(key)
         if r is not None:
             return r
+        if symbol < 256:
+            store, top = self.store, self.stack_top[sid]
+            parent = self.stack_parent[sid]
+            if not store.flags[top] & HAS_SYM and (parent < 0 or not store.nullable_at(top, symbol)):
+                # no call to push, no return to the caller: the top term's derivative alone
+                d = store.deriv(top, symbol)
+                r = (self.stack(parent, d),) if d != NOTHING else ()
+                self._step_memo[key] = r
+                return r
         out: set[int] = set()
         self._advance(sid, symbol, out, 0, set())
         r = tuple(out)

@@ -290,14 +290,11 @@ class TermStore:
         r = self._deriv.get(key)
         if r is not None:
             return r
-        r = self._deriv_raw(t, c)
+        r = self._derive(t, c, self.deriv)
         if r != NOTHING and self.flags[r] & (HAS_POSS | HAS_SETOP) and self.is_empty(r):
             r = NOTHING
         self._deriv[key] = r
         return r
-
-    def _deriv_raw(self, t: int, c: int) -> int:
-        return self._derive(t, c, self.deriv)
 
     def _deriv_unpruned(self, t: int, c: int) -> int:
         """Derivative with no emptiness pruning anywhere below: what emptiness searches walk, so
@@ -316,9 +313,12 @@ class TermStore:
             return EMPTY if (self.b[t] >> c) & 1 else NOTHING  # type: ignore[operator]
         if k == SEQ_K:
             head, tail = self.a[t], self.b[t]
-            r = self.seq(sub(head, c), tail)  # type: ignore[arg-type]
-            if self.nullable_at(head, c):
-                r = self.alt((r, sub(tail, c)))  # type: ignore[arg-type]
+            first = self.first_bytes
+            # first-byte sets are supersets: a byte outside one derives to NOTHING, so neither
+            # side is derived for nothing (the document after a nullable whitespace gap)
+            r = self.seq(sub(head, c), tail) if first(head) >> c & 1 else NOTHING  # type: ignore[arg-type]
+            if first(tail) >> c & 1 and self.nullable_at(head, c):  # type: ignore[arg-type]
+                r = self.alt((r, sub(tail, c))) if r != NOTHING else sub(tail, c)  # type: ignore[arg-type]
             return r
         if k == ALT_K:
             # only the options that can start with ``c`` (a left-factored enum: one or two)
