@@ -142,6 +142,15 @@ def test_trailing_zero_bytes_sort_by_length() -> None:
     _check([b"a\x00\x00", b"a", b"a\x00", b"a", b"\x00", b"b"], [True] * 6)
 
 
+def test_a_very_long_token_sorts_without_padding(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Past the padding budget (a vocabulary with a very long token) the order is Python's."""
+    from structgen.engine import token_trie
+
+    tokens: list[bytes | None] = [b"b", b"a" * 5000, b"ab", b"a", b"\xc3\xa9", b"a\x00"]
+    monkeypatch.setattr(token_trie, "MAX_PADDED_BYTES", 1000)
+    _check(tokens, [True] * len(tokens))
+
+
 @pytest.mark.parametrize("vocab_name", ["llama-spm", "llama-bpe"])
 def test_real_vocabulary_trie_equals_reference(vocab_name: str) -> None:
     vocab = load_vocab(vocab_name)

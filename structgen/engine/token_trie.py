@@ -216,6 +216,11 @@ def build_token_trie_from_buffer(buffer: np.ndarray, offsets: np.ndarray, is_tex
     )
 
 
+#: The fixed-width sort pads every token to the longest: above this many bytes (a vocabulary
+#: with a few very long tokens) Python's sort of the byte strings is used instead.
+MAX_PADDED_BYTES = 1 << 26
+
+
 def _byte_order(buffer: np.ndarray, offsets: np.ndarray, ids: np.ndarray) -> np.ndarray:
     """``ids`` (ascending) sorted by their tokens' bytes, equal tokens by id: numpy's stable
     sort of the tokens as fixed-width strings, zero-padded (half the time of Python's sort of
@@ -226,6 +231,8 @@ def _byte_order(buffer: np.ndarray, offsets: np.ndarray, ids: np.ndarray) -> np.
         return ids
     lengths = np.diff(offsets)[ids]
     width = int(lengths.max())
+    if ids.size * width > MAX_PADDED_BYTES:
+        return _python_byte_order(buffer, offsets, ids)  # a few very long tokens: no padding
     padded = np.zeros(ids.size * width, dtype=np.uint8)
     padded[ranges(np.arange(ids.size, dtype=np.int64) * width, lengths)] = buffer[ranges(offsets[ids], lengths)]
     strings = padded.view(f"S{width}")
@@ -233,10 +240,14 @@ def _byte_order(buffer: np.ndarray, offsets: np.ndarray, ids: np.ndarray) -> np.
     ranked = strings[order]
     tied = np.flatnonzero(ranked[1:] == ranked[:-1])
     if tied.size and np.any(lengths[order[tied]] != lengths[order[tied + 1]]):
-        raw = buffer.tobytes()
-        starts = offsets.tolist()
-        return np.asarray(sorted(ids.tolist(), key=lambda i: raw[starts[i] : starts[i + 1]]), dtype=np.int64)
+        return _python_byte_order(buffer, offsets, ids)
     return ids[order]
+
+
+def _python_byte_order(buffer: np.ndarray, offsets: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    raw = buffer.tobytes()
+    starts = offsets.tolist()
+    return np.asarray(sorted(ids.tolist(), key=lambda i: raw[starts[i] : starts[i + 1]]), dtype=np.int64)
 
 
 def _adjacent_lcp(buffer: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
