@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from structgen import Grammar
 from structgen.engine import Constraint
-from structgen.engine.count_clamp import CountClamp, max_byte_count
+from structgen.engine.count_clamp import CountClamp, byte_limits_for, max_byte_count
 from structgen.grammar import ir
 from structgen.schema import json_schema_to_grammar
 
@@ -215,3 +215,76 @@ def test_clamp_bound_counts_copies_per_unit(extra: list[bytes], lo: int, hi: int
     assert len(got) == len(want)
     for step, (a, b) in enumerate(zip(got, want)):
         assert np.array_equal(a, b), f"mask differs at step {step}"
+
+
+def _rewritten_everywhere(clamp: CountClamp, t: int) -> int:
+    """The clamp's rewrite without skipping terms that hold no count: every sequence and choice
+    visited (a reference for the ``HAS_COUNT`` shortcut)."""
+    from structgen.engine.terms import ALT_K, REPEAT_K, SEQ_K
+
+    s = clamp.s
+    memo: dict[int, int] = {}
+
+    def go(u: int) -> int:
+        if u in memo:
+            return memo[u]
+        k = s.kind[u]
+        if k == SEQ_K:
+            a, b = go(s.a[u]), go(s.b[u])  # type: ignore[arg-type]
+            r = u if (a, b) == (s.a[u], s.b[u]) else s.seq(a, b)
+        elif k == ALT_K:
+            ops = [go(v) for v in s.b[u]]  # type: ignore[union-attr]
+            r = u if ops == list(s.b[u]) else s.alt(ops)  # type: ignore[arg-type]
+        elif k == REPEAT_K:
+            r = clamp._clamp_repeat(u)
+        else:
+            r = u
+        memo[u] = r
+        return r
+
+    return go(t)
+
+
+@pytest.mark.parametrize("schema_name", ["realistic_model", "tool_call", "any_json", "enum"])
+def test_terms_without_counts_are_left_as_they_are(schema_name: str) -> None:
+    """The clamp skips terms whose ``HAS_COUNT`` flag is clear (a key, an enum value): its
+    rewrite of every stack top met along a document equals rewriting every sequence and choice,
+    and the flag is set exactly where a repetition counted above 1 is below."""
+    import sys
+
+    from structgen.engine.terms import HAS_COUNT, REPEAT_K
+
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent.parent))
+    from benchmarks.inputs import load_named_schemas, serialise
+
+    vocab = load_vocab("llama-bpe")
+    case = next(c for c in load_named_schemas([schema_name]))
+    constraint = Constraint.compile(Grammar.from_json_schema(case.schema), vocab)
+    system = constraint._system
+    tops: set[int] = set()
+    for inst in case.instances[:2]:
+        state = constraint.start()
+        for tok in greedy_tokens(vocab, serialise(inst, "default").encode()):
+            state.mask_words()
+            tops.update(system.stack_top[sid] for sid in system.configs[state.config])
+            assert state.commit_token(tok)
+    # a fresh clamp once the walks have built what they reach: its bounds are final for both
+    # (a clamp's memo keeps rewrites made while a lazy rule was unbuilt, which are sound too)
+    clamp = CountClamp(system, lambda: byte_limits_for(vocab))
+    for top in sorted(tops):
+        assert clamp.term(top) == _rewritten_everywhere(clamp, top), top
+    s = system.store
+    for t in range(len(s)):
+        below = [t]
+        counted = False
+        seen: set[int] = set()
+        while below and not counted:
+            u = below.pop()
+            if u in seen:
+                continue
+            seen.add(u)
+            if s.kind[u] == REPEAT_K:
+                lo, hi = s.b[u]  # type: ignore[misc]
+                counted = lo > 1 or (hi is not None and hi > 1)
+            below.extend(s.operands(u))
+        assert bool(s.flags[t] & HAS_COUNT) == counted, t

@@ -154,7 +154,8 @@ def _decode_term(store: TermStore, entry: list[Any]) -> int:
     if k == T.ALT_K:
         return store.alt(b)
     if k == T.REPEAT_K:
-        return store._make((T.REPEAT_K, a, b[0], b[1]), T.REPEAT_K, a, (b[0], b[1]), b[0] == 0, store.flags[a])
+        flags = T.repeat_flags(store.flags[a], b[0], b[1])
+        return store._make((T.REPEAT_K, a, b[0], b[1]), T.REPEAT_K, a, (b[0], b[1]), b[0] == 0, flags)
     if k == T.AND_K:
         return store.and_(a, b)
     if k == T.DIFF_K:

@@ -23,6 +23,7 @@ from .terms import (
     EMPTY,
     FULL_MASK,
     HAS_POSS,
+    HAS_SETOP,
     HAS_SYM,
     LA_END,
     LA_TOKEN,
@@ -225,7 +226,9 @@ class ConfigSystem:
         if store.kind[top] != SEQ_K:
             return None
         head, tail = store.a[top], store.b[top]
-        if store.kind[head] != REPEAT_K or store.b[head] != (0, None) or store.flags[head]:
+        if store.kind[head] != REPEAT_K or store.b[head] != (0, None):
+            return None
+        if store.flags[head] & (HAS_POSS | HAS_SETOP | HAS_SYM):
             return None
         if store.nullable[tail] or store.first_syms(tail) or store.first_bytes(tail) & _HIGH_BYTES:  # type: ignore[arg-type]
             return None

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .configs import ConfigSystem
-from .terms import ALT_K, AND_K, BYTES_K, DIFF_K, LAZY_K, POSS_K, REPEAT_K, SEQ_K, TermStore
+from .terms import ALT_K, AND_K, BYTES_K, DIFF_K, HAS_COUNT, LAZY_K, POSS_K, REPEAT_K, SEQ_K, TermStore
 
 if TYPE_CHECKING:
     from ..vocab import Vocab
@@ -267,6 +267,8 @@ class CountClamp:
         s = self.s
 
         def kids(u: int) -> list[int]:
+            if not s.flags[u] & HAS_COUNT:
+                return []  # nothing to clamp below: a leaf of the rewrite (a key, a literal)
             k = s.kind[u]
             if k == SEQ_K:
                 return [s.a[u], s.b[u]]  # type: ignore[list-item]

@@ -36,6 +36,15 @@ FULL_MASK = (1 << 256) - 1
 HAS_POSS = 1
 HAS_SETOP = 2
 HAS_SYM = 4
+#: a repetition counted above 1 below (``x{2,}``, ``x{0,32}``): what the count clamp may rewrite
+#: (count_clamp.py); terms without one are left as they are without being walked
+HAS_COUNT = 8
+
+
+def repeat_flags(x_flags: int, lo: int, hi: int | None) -> int:
+    """The flags of ``x{lo,hi}`` given those of ``x``."""
+    return x_flags | HAS_COUNT if lo > 1 or (hi is not None and hi > 1) else x_flags
+
 
 #: Bound on states explored by one emptiness or shortest-length search.
 MAX_SEARCH_STATES = 50_000
@@ -221,7 +230,7 @@ class TermStore:
             lo2, hi2 = self.b[x]  # type: ignore[misc]
             if hi2 is None and lo2 <= 1:
                 return self.repeat(self.a[x], 0 if lo == 0 or lo2 == 0 else 1, None)
-        return self._make((REPEAT_K, x, lo, hi), REPEAT_K, x, (lo, hi), lo == 0, self.flags[x])
+        return self._make((REPEAT_K, x, lo, hi), REPEAT_K, x, (lo, hi), lo == 0, repeat_flags(self.flags[x], lo, hi))
 
     def and_(self, x: int, y: int) -> int:
         if x == NOTHING or y == NOTHING:
