@@ -37,8 +37,11 @@ LOOP_REGION_MIN_BYTES = 32
 #: Byte classes of at most this many bytes are filled byte by byte in Python, larger ones with
 #: one numpy assignment of their (shared) byte array.
 SMALL_CLASS = 8
-#: Class masks whose byte arrays are kept (each at most 256 bytes).
-MAX_CLASS_ARRAYS = 1 << 16
+#: Class masks whose byte arrays are kept, shared by every table in the process (each at most
+#: 256 one-byte entries): every new constraint meets the same classes (``[^"\\]``, all bytes
+#: but one literal byte...), and building an array costs a few numpy calls.
+MAX_CLASS_ARRAYS = 1 << 14
+_CLASS_BYTES: dict[int, np.ndarray] = {}
 ASCII_BITS = (1 << 128) - 1
 #: A node with at least this many tokens below, in a state with a loop region, takes the
 #: region's part below it instead of being walked (see ``_splice``).
@@ -73,7 +76,6 @@ class TransitionTable:
         self._live: dict[int, int] = {}
         self._before_loop: dict[int, tuple[int, int] | None] = {}
         self._classes: dict[int, tuple[int, ...] | None] = {}
-        self._class_bytes: dict[int, np.ndarray] = {}
         self.filled = 0  # transitions computed by the configuration system (a cost measure)
         self._loops: dict[int, np.ndarray] = {}
         self._utf8: dict[int, bool] = {}
@@ -139,11 +141,13 @@ class TransitionTable:
 
     def _bytes_of(self, part: int) -> np.ndarray:
         """The bytes of a class mask as an index array (shared: configurations repeat classes)."""
-        r = self._class_bytes.get(part)
+        r = _CLASS_BYTES.get(part)
         if r is None:
-            if len(self._class_bytes) >= MAX_CLASS_ARRAYS:
-                self._class_bytes.clear()
-            r = self._class_bytes[part] = np.flatnonzero(mask_to_bools(part))
+            if len(_CLASS_BYTES) >= MAX_CLASS_ARRAYS:
+                _CLASS_BYTES.clear()
+            r = np.flatnonzero(mask_to_bools(part)).astype(np.uint8)
+            r.flags.writeable = False
+            _CLASS_BYTES[part] = r
         return r
 
     def gather(self, configs: np.ndarray, byts: np.ndarray) -> np.ndarray:
