@@ -6,6 +6,8 @@ at the bound; and the clamp does not cross set operations."""
 from __future__ import annotations
 
 import json
+import pathlib
+import sys
 
 import numpy as np
 import pytest
@@ -18,6 +20,8 @@ from structgen.engine import Constraint
 from structgen.engine.count_clamp import CountClamp, byte_limits_for, max_byte_count
 from structgen.grammar import ir
 from structgen.schema import json_schema_to_grammar
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 SCHEMAS = [
     {"type": "array", "items": {"type": "string", "minLength": 2, "maxLength": 3}, "maxItems": 30},
@@ -250,11 +254,9 @@ def test_terms_without_counts_are_left_as_they_are(schema_name: str) -> None:
     """The clamp skips terms whose ``HAS_COUNT`` flag is clear (a key, an enum value): its
     rewrite of every stack top met along a document equals rewriting every sequence and choice,
     and the flag is set exactly where a repetition counted above 1 is below."""
-    import sys
-
     from structgen.engine.terms import HAS_COUNT, REPEAT_K
 
-    sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent.parent))
+    sys.path.insert(0, str(ROOT))  # the benchmark's schemas and their instances
     from benchmarks.inputs import load_named_schemas, serialise
 
     vocab = load_vocab("llama-bpe")
