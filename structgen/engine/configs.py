@@ -62,6 +62,10 @@ class ConfigSystem:
         self._classes_busy: set[int] = set()
         self._term_shortest_memo: dict[int, int | None] = {}
         self._unit_characters: dict[int, bool] = {}
+        #: the frame below a relative stack (see :meth:`relative`) and the stack a return into
+        #: it leaves in a configuration (both -1 until the first relative configuration)
+        self.hole = -1
+        self.exit_mark = -1
         self.start = self.config([self.stack(-1, machines.body[machines.start])])
 
     # -- interning ------------------------------------------------------------------------------
@@ -92,6 +96,27 @@ class ConfigSystem:
             self.configs.append(key)
             self._config_index[key] = cid
         return cid
+
+    def relative(self, top: int) -> int:
+        """The configuration of one stack with ``top`` over an unknown caller, the *hole*.
+
+        What a walk from it does until ``top``'s machine returns does not depend on the caller,
+        so it is shared by every configuration with that top, at any depth. A return into the
+        hole leaves :attr:`exit_mark`, a stack that reads nothing, in the configuration after
+        the byte: the walk records that byte as an exit and steps it from the real caller."""
+        if self.hole < 0:
+            # parents -2 and -3 are no stack: both are bottoms, and neither top reads a byte
+            self.hole = self.stack(-2, NOTHING)
+            self.exit_mark = self.stack(-3, NOTHING)
+        return self.config([self.stack(self.hole, top)])
+
+    def without_exit(self, cid: int) -> int:
+        """``cid`` without :attr:`exit_mark` (DEAD when nothing else is left)."""
+        stacks = self.configs[cid]
+        if self.exit_mark < 0 or self.exit_mark not in stacks:
+            return cid
+        rest = [s for s in stacks if s != self.exit_mark]
+        return self.config(rest) if rest else DEAD
 
     def union(self, a: int, b: int) -> int:
         if a == DEAD:
@@ -139,6 +164,9 @@ class ConfigSystem:
         if sid in seen:
             return
         seen.add(sid)
+        if sid == self.hole:
+            out.add(self.exit_mark)
+            return
         store = self.store
         parent, top = self.stack_parent[sid], self.stack_top[sid]
         is_byte = symbol < 256

@@ -44,6 +44,11 @@ from .masks import pack_ids, pack_ids_onto, unpack, words_for
 from .table import TransitionTable
 from .trie_cache import token_trie_for
 
+#: Whether a configuration of one stack over a caller is walked over the hole (its walk shared
+#: by every caller, see ``Constraint._relative_words``); off, it is walked as it is. Both give
+#: the same masks; tests switch it to compare them.
+RELATIVE_WALKS = True
+
 if TYPE_CHECKING:
     from ..vocab import Vocab
 
@@ -86,6 +91,8 @@ class Constraint:
         self._automata: dict[int, UnitAutomaton | None] = {}
         self._bases: dict[tuple[int, int], Bases] = {}
         self._counted_words: dict[tuple[int, int, int, int], np.ndarray] = {}
+        #: relative configuration -> its packed mask and exits (see ``_relative_words``)
+        self._relative: dict[int, tuple[np.ndarray, dict[int, tuple[np.ndarray, np.ndarray]]]] = {}
         self._clamp = CountClamp(system, lambda: byte_limits_for(vocab))
         self._budget_clamp = CountClamp(system, lambda: byte_limits_for(vocab), keep_lengths=True)
         self._bound = CompletionBound(system, machines.rule_bound)
@@ -197,20 +204,54 @@ class Constraint:
                     self._counted_words.pop(next(iter(self._counted_words)))
                 self._counted_words[key] = words
         else:
-            region = None
+            region, found = None, None
             if counted is not None:
                 ids = filter_ids(counted[0], counted[1])
             else:
-                region, ids = self._table.walk_parts(cid, self._trie)
+                found = self._relative_words(cid)
+                if found is None:
+                    region, ids = self._table.walk_parts(cid, self._trie)
+                else:
+                    ids = found[1]
             if extra:
                 ids = np.concatenate([ids.astype(np.int64)] + extra)
-            if region is None:
-                words = pack_ids(ids, self._width)
-            else:
-                words = pack_ids_onto(region.words(self._trie, self._width), ids)
+            words = self._region_words(region, ids) if found is None else pack_ids_onto(found[0], ids)
             words.flags.writeable = False
         self._remember_mask(cid, words)
         return words
+
+    def _relative_words(self, cid: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """For one stack over a caller, ``(P, t)`` with ``t`` unable to end at once: the packed
+        mask of the walk from ``t`` over the hole (shared by every caller, so by every depth of
+        a recursive document) and the tokens a walk from its exits adds, stepped from ``P``.
+        None where the configuration has another shape (walked as it is)."""
+        system = self._system
+        stacks = system.configs[cid]
+        if len(stacks) != 1 or not RELATIVE_WALKS:
+            return None
+        sid = stacks[0]
+        parent, top = system.stack_parent[sid], system.stack_top[sid]
+        if parent < 0 or self._machines.store.nullable[top]:
+            return None
+        rel = system.relative(top)
+        found = self._relative.get(rel)
+        if found is None:
+            region, ids, exits = self._table.walk_relative(rel, self._trie)
+            words = self._region_words(region, ids)
+            words.flags.writeable = False
+            if len(self._relative) >= self.limits.max_cached_masks:
+                self._relative.pop(next(iter(self._relative)))
+            found = self._relative[rel] = (words, exits)
+        words, exits = found
+        if not exits:
+            return words, np.zeros(0, dtype=np.int64)
+        return words, self._table.walk_from(system.config([parent]), self._trie, exits)
+
+    def _region_words(self, region: LoopRegion | None, ids: np.ndarray) -> np.ndarray:
+        """The packed mask of ``ids``, on the region's packed mask where a walk started from one."""
+        return (
+            pack_ids(ids, self._width) if region is None else pack_ids_onto(region.words(self._trie, self._width), ids)
+        )
 
     def _remember_mask(self, cid: int, words: np.ndarray) -> None:
         if len(self._masks) >= self.limits.max_cached_masks:

@@ -82,6 +82,11 @@ class TransitionTable:
         self._sparse: dict[int, tuple[int, ...] | None] = {}
         self._runs: dict[int, tuple[int, int | None, int] | None] = {}
         self._regions: dict[int, LoopRegion | None] = {}
+        #: during a relative walk (:meth:`walk_relative`): the ``(level, node)`` pairs where a
+        #: return into the hole happened; None otherwise
+        self._exits_met: list[tuple[int, int]] | None = None
+        #: configuration -> the same without the exit mark (itself where it has none)
+        self._unmarked: dict[int, int] = {}
 
     def _grow(self) -> None:
         need = len(self.system.configs)
@@ -287,8 +292,53 @@ class TransitionTable:
         _, ids, ends, slack = self._walk(cid, trie, with_ends=with_ends, split=False)
         return ids, ends, slack
 
+    def walk_relative(
+        self, cid: int, trie: TokenTrie
+    ) -> tuple[LoopRegion | None, np.ndarray, dict[int, tuple[np.ndarray, np.ndarray]]]:
+        """:meth:`walk_parts` from a relative configuration (``ConfigSystem.relative``), and its
+        *exits*: per level, the nodes whose byte returned into the hole, with those bytes. A
+        token is allowed from the real configuration (the same top over caller ``P``) exactly
+        when the relative walk accepts it or a walk from the exits, each stepped from ``P``,
+        does (a configuration's step is the union of its stacks' steps, and the stacks above
+        the hole are the real ones with the caller left out)."""
+        self._exits_met = met = []
+        try:
+            region, ids, _, _ = self._walk(cid, trie, with_ends=False, split=True)
+        finally:
+            self._exits_met = None
+        by_level: dict[int, list[int]] = {}
+        for k, node in met:
+            by_level.setdefault(k, []).append(node)
+        exits = {}
+        for k, nodes in sorted(by_level.items()):
+            arr = np.asarray(nodes, dtype=np.int64)
+            exits[k] = (arr, trie.level_byte[k][arr])
+        return region, ids, exits
+
+    def walk_from(self, cid: int, trie: TokenTrie, entries: dict[int, tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+        """The tokens accepted below ``entries`` (per level, nodes and their bytes), each node
+        entered with its byte stepped from ``cid``: the rest of a walk from exits."""
+        if trie.depth == 0 or cid == DEAD:
+            return np.zeros(0, dtype=np.int32)
+        pending = {k: [(nodes, byts, cid)] for k, (nodes, byts) in entries.items()}
+        _, ids, _, _ = self._walk(cid, trie, with_ends=False, split=False, entries=pending)
+        return ids
+
+    def _unmark(self, state: int) -> int:
+        r = self._unmarked.get(state)
+        if r is None:
+            r = self._unmarked[state] = self.system.without_exit(state)
+            self._grow()
+        return r
+
     def _walk(
-        self, cid: int, trie: TokenTrie, *, with_ends: bool, split: bool
+        self,
+        cid: int,
+        trie: TokenTrie,
+        *,
+        with_ends: bool,
+        split: bool,
+        entries: dict[int, list[tuple[np.ndarray, np.ndarray, int]]] | None = None,
     ) -> tuple[LoopRegion | None, np.ndarray, np.ndarray, np.ndarray]:
         empty = np.zeros(0, dtype=np.int32)
         if trie.depth == 0 or cid == DEAD:
@@ -297,11 +347,13 @@ class TransitionTable:
         out = _Pieces(with_ends, self._tail_missing() if with_ends and self._tail_missing else None)
         views = trie.views()
         # where the walk enters the trie: the root's children, or the exits of a loop region
-        region, loop = self._entry_region(cid, trie)
+        region, loop = (None, cid) if entries is not None else self._entry_region(cid, trie)
         frontier: list[tuple[int, int, int]] | None = []  # (node, state, parent) in Python mode
         nodes = states = parents = np.zeros(0, dtype=np.int64)
         pending = out.pending  # exits of regions: nodes to enter at deeper levels
-        if region is None:
+        if entries is not None:
+            pending.update({k: list(v) for k, v in entries.items()})
+        elif region is None:
             # the root's children, like any node's: by binary search when few bytes are live
             frontier, wide = self._step_children(trie, views, 0, [(0, trie.level_byte[0].size, cid)])
             if wide is not None:
@@ -488,6 +540,18 @@ class TransitionTable:
         """One trie level in numpy (the live nodes, their configurations and their parents'):
         bulk acceptance, tokens ending here; returns the children to visit as (first child,
         count, configuration) arrays, or None."""
+        if self._exits_met is not None:
+            marked = [u for u in unique(states).tolist() if self._unmark(u) != u]
+            if marked:
+                at = np.isin(states, marked)
+                self._exits_met.extend((k, n) for n in nodes[at].tolist())
+                states = states.copy()
+                for u in marked:
+                    states[states == u] = self._unmark(u)
+                alive = states != DEAD
+                nodes, states, parents = nodes[alive], states[alive], parents[alive]
+                if nodes.size == 0:
+                    return None
         # a state that just looped, or is back at the start, may loop on everything below
         looped = (states == parents) | (states == cid)
         bulk = None
@@ -561,7 +625,17 @@ class TransitionTable:
         v = views[k]
         expand: list[tuple[int, int, int]] = []
         last = k + 1 == len(views)
+        met = self._exits_met
         for node, state, parent in frontier:
+            if met is not None:
+                bare = self._unmarked.get(state)
+                if bare is None:
+                    bare = self._unmark(state)
+                if bare != state:
+                    met.append((k, node))
+                    if bare == DEAD:
+                        continue
+                    state = bare
             if state == parent or state == cid:
                 loops = self.loop_bits(state)
                 b = 4 * node

@@ -1,0 +1,174 @@
+"""Walks over the hole: a configuration of one stack over a caller is walked once per top term,
+with the caller left out, and the walk's exits (bytes that return into the caller) are stepped
+from the real caller (``Constraint._relative_words``). The masks must be the ones a walk of the
+configuration itself gives, and the byte-level matcher's, whatever the nesting; the walk is
+shared by every depth of a recursive document."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+
+import numpy as np
+import pytest
+from engine_support import greedy_tokens, json_grammar, load_vocab, reference_mask
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from structgen import Grammar
+from structgen.engine import Constraint
+from structgen.engine import constraint as constraint_mod
+from structgen.grammar import ir
+from structgen.schema import json_schema_to_grammar
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+A, L = ir.Ref, ir.lit
+
+
+def _tree_grammar() -> Grammar:
+    return json_schema_to_grammar(json.loads((ROOT / "schemas" / "tree.json").read_text()))
+
+
+def _node(depth: int, spaced: bool = True) -> dict:
+    kids = [_node(depth - 1, spaced)] if depth > 1 else []
+    return {"name": f"n{depth}", "value": -depth * 1.5, "children": kids}
+
+
+def _ambiguous_grammar() -> Grammar:
+    """Items that may end or go on with the same byte (``ab`` is one item or two), so that a
+    return into the caller and a step inside the callee happen on one byte."""
+    return Grammar(
+        {
+            "root": ir.star(A("item")),
+            "item": ir.alt(ir.plus(ir.char((97, 122))), ir.seq(L("("), ir.star(A("item")), L(")"))),
+        },
+        "root",
+    )
+
+
+def _lexeme_grammar() -> Grammar:
+    """A greedy terminal at the end of a callee: it may return only where the next byte cannot
+    extend it, a lookahead the return into the hole must respect."""
+    word = ir.Lexeme(ir.plus(ir.char((97, 122))))
+    return Grammar(
+        {
+            "root": A("item"),
+            "item": ir.alt(word, ir.seq(L("("), A("item"), ir.star(ir.seq(L(" "), A("item"))), L(")"))),
+        },
+        "root",
+    )
+
+
+GRAMMARS = {
+    "json": (
+        json_grammar,
+        json.dumps({"a": [1, {"b": [[], {}, "x\\"], "c": {"d": [-2.5e3, True, None]}}], "e": "f"}),
+    ),
+    "tree": (_tree_grammar, json.dumps(_node(5))),
+    "ambiguous": (_ambiguous_grammar, "ab(cd(e)f(g(h)))ij((k))"),
+    "lexeme": (_lexeme_grammar, "(ab (cd (ef gh) i) (j))"),
+}
+
+
+def _masks_both_ways(  # type: ignore[no-untyped-def]
+    grammar: Grammar, vocab, text: str, monkeypatch, *, used: bool = True
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    on, off = Constraint.compile(grammar, vocab), Constraint.compile(grammar, vocab)
+    s_on, s_off = on.start(), off.start()
+    out = []
+    for tok in greedy_tokens(vocab, text.encode()):
+        monkeypatch.setattr(constraint_mod, "RELATIVE_WALKS", True)
+        m_on = s_on.mask()
+        monkeypatch.setattr(constraint_mod, "RELATIVE_WALKS", False)
+        m_off = s_off.mask()
+        out.append((m_on, m_off))
+        assert s_on.commit_token(tok) and s_off.commit_token(tok)
+    assert on._relative or not used, "the relative walks were not used"
+    return out
+
+
+@pytest.mark.parametrize("vocab_name", ["llama-spm", "llama-bpe"])
+@pytest.mark.parametrize("name", sorted(GRAMMARS))
+def test_relative_walks_equal_direct_walks(name: str, vocab_name: str, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    vocab = load_vocab(vocab_name)
+    make, text = GRAMMARS[name]
+    for i, (m_on, m_off) in enumerate(_masks_both_ways(make(), vocab, text, monkeypatch)):
+        assert np.array_equal(m_on, m_off), f"{name}: masks differ at step {i}"
+
+
+@pytest.mark.parametrize("name", ["ambiguous", "lexeme"])
+def test_relative_walks_equal_the_matcher(name: str) -> None:
+    vocab = load_vocab("llama-spm")
+    make, text = GRAMMARS[name]
+    grammar = make()
+    c = Constraint.compile(grammar, vocab)
+    state = c.start()
+    done = b""
+    for i, tok in enumerate(greedy_tokens(vocab, text.encode())):
+        if i % 3 == 1:
+            assert np.array_equal(state.mask(), reference_mask(grammar, vocab, done)), f"{name} after {done!r}"
+        assert state.commit_token(tok)
+        done += vocab.token_bytes(tok)
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-999, 999) | st.text('ab "\\é', max_size=4),
+    lambda kids: st.lists(kids, max_size=3) | st.dictionaries(st.text("xyz", max_size=2), kids, max_size=3),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(value=_JSON, compact=st.booleans())
+def test_relative_walks_on_random_json(value: object, compact: bool, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    text = json.dumps(value, separators=(",", ":") if compact else None, ensure_ascii=False)
+    for m_on, m_off in _masks_both_ways(json_grammar(), load_vocab("llama-spm"), text, monkeypatch, used=False):
+        assert np.array_equal(m_on, m_off)
+
+
+def test_deeper_nodes_walk_nothing_new() -> None:
+    """Every node of a tree below the first ones reuses the walks made for them: a document
+    five levels deeper adds no relative walk and no configuration above the hole."""
+    vocab = load_vocab("llama-bpe")
+    c = Constraint.compile(_tree_grammar(), vocab)
+
+    def walk(doc: dict) -> None:
+        state = c.start()
+        for tok in greedy_tokens(vocab, json.dumps(doc).encode()):
+            state.mask()
+            assert state.commit_token(tok)
+
+    walk(_node(3))
+    walks, relative_configs = len(c._relative), _configs_over_the_hole(c)
+    walk(_node(8))
+    assert len(c._relative) == walks
+    assert _configs_over_the_hole(c) == relative_configs
+
+
+def _configs_over_the_hole(c: Constraint) -> int:
+    system = c._system
+
+    def bottom(sid: int) -> int:
+        while system.stack_parent[sid] >= 0:
+            sid = system.stack_parent[sid]
+        return sid
+
+    return sum(1 for stacks in system.configs if stacks and bottom(stacks[0]) == system.hole)
+
+
+def test_saved_constraint_goes_on_with_relative_walks() -> None:
+    vocab = load_vocab("llama-spm")
+    grammar = json_grammar()
+    text = json.dumps([[1, {"a": [2]}], {"b": [[3], {"c": "d"}]}]).encode()
+    toks = greedy_tokens(vocab, text)
+    c = Constraint.compile(grammar, vocab)
+    state = c.start()
+    for tok in toks[: len(toks) // 2]:
+        state.mask()
+        assert state.commit_token(tok)
+    loaded = Constraint.load(c.save(), vocab)
+    fresh = Constraint.compile(grammar, vocab)
+    a, b = loaded.start(), fresh.start()
+    for tok in toks:
+        assert np.array_equal(a.mask(), b.mask())
+        assert a.commit_token(tok) and b.commit_token(tok)
