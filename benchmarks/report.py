@@ -89,6 +89,41 @@ def summarise(res: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+#: figures of a summary that count things rather than measure them: equal in every run
+_COUNTS = ("walks_planned", "failed_walks", "special_leaks")
+
+
+def median_of_runs(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Summaries of one schema run several times (``summarise``) as one: the median of each
+    measured figure, the status of the first run that was not ok (else ok), every run's figures
+    under ``runs``."""
+    if len(runs) == 1:
+        return runs[0]
+    bad = [r for r in runs if r.get("status") != "ok"]
+    out = dict(bad[0] if bad else runs[0])
+    measured = sorted(
+        {
+            k
+            for r in runs
+            for k, v in r.items()
+            if isinstance(v, (int, float))
+            and not isinstance(v, bool)
+            and k not in _COUNTS
+            and not k.endswith("_tokens")
+        }
+    )
+    per_run: dict[str, list[Any]] = {}
+    for k in measured:
+        vals = [r.get(k) for r in runs]
+        per_run[k] = vals
+        nums = [v for v in vals if v is not None]
+        if nums:
+            out[k] = float(np.median(nums))
+    out["runs"] = per_run
+    out["repeats"] = len(runs)
+    return out
+
+
 def pool(results: Iterable[dict[str, Any]]) -> dict[str, Any]:
     """Pooled figures over several jobs' raw results (MaskBench)."""
     results = list(results)

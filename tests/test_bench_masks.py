@@ -136,6 +136,11 @@ def test_summaries_and_ratios() -> None:
     pooled = report.pool([raw(1), raw(2)])
     assert pooled["schemas"] == 2 and pooled["warm_tokens"] == 200
     assert report.geomean([1.0, 4.0]) == pytest.approx(2)
+    s3 = report.summarise(raw(3))
+    med = report.median_of_runs([s3, s1, {**s2, "status": "rejected"}])
+    assert med["compile_ms"] == pytest.approx(20) and med["cold_p50_us"] == s2["cold_p50_us"]
+    assert med["status"] == "rejected" and med["repeats"] == 3 and med["runs"]["compile_ms"][1] == pytest.approx(10)
+    assert med["cold_tokens"] == 100 and report.median_of_runs([s1]) is s1
     assert report.fmt(1234.5) == "1,234" and report.fmt(0.01234) == "0.0123" and report.fmt(None) == "–"
 
 
@@ -164,6 +169,8 @@ def test_end_to_end_small_run(tmp_path: pathlib.Path) -> None:
         "--maskbench",
         "0",
         "--no-tracemalloc",
+        "--repeat",
+        "2",
         "--json",
         str(out_file),
     ]
@@ -178,6 +185,7 @@ def test_end_to_end_small_run(tmp_path: pathlib.Path) -> None:
         assert rows["enum"]["structgen"]["status"] == "skipped"
     for key in ("compile_ms", "first_mask_us", "cold_p50_us", "warm_p99_us", "warm_mask_words_p50_us", "commit_p50_us"):
         assert rows["any_json"]["structgen"][key] is not None, key
+    assert rows["any_json"]["structgen"]["repeats"] == 2 and len(rows["enum"]["glrmask"]["runs"]["cold_p50_us"]) == 2
     prep = out["prepare"]["llama-spm"]["structgen"]["prepare_parts"]
     assert prep["cold_s"] > 0 and prep["cached_s"] > 0
     assert len(out["load_start"]) == 3 and len(out["load_end"]) == 3
