@@ -20,6 +20,7 @@ from ..grammar.utf8 import utf8_sequences
 from .machines import Machines, call_symbol, is_call, symbol_index
 from .terms import (
     ALT_K,
+    BYTES_K,
     EMPTY,
     FULL_MASK,
     HAS_POSS,
@@ -62,6 +63,7 @@ class ConfigSystem:
         self._classes_busy: set[int] = set()
         self._term_shortest_memo: dict[int, int | None] = {}
         self._unit_characters: dict[int, bool] = {}
+        self._literals: dict[int, tuple[bytes, tuple[int, ...], int] | None] = {}
         #: the frame below a relative stack (see :meth:`relative`) and the stack a return into
         #: it leaves in a configuration (both -1 until the first relative configuration)
         self.hole = -1
@@ -109,6 +111,38 @@ class ConfigSystem:
             self.hole = self.stack(-2, NOTHING)
             self.exit_mark = self.stack(-3, NOTHING)
         return self.config([self.stack(self.hole, top)])
+
+    def literal_run(self, cid: int) -> tuple[bytes, tuple[int, ...], int] | None:
+        """If ``cid`` is one stack whose top starts with at least two fixed bytes (the rest of a
+        key, of an enum value, of ``true``): ``(bytes, tails, parent)``, the top after ``j + 1``
+        of those bytes being ``tails[j]``. Each of those bytes is the only one the configuration
+        and the ones after it read, none of them can end or call, so a walk or a commit can
+        follow them without a configuration per byte. None otherwise (remembered)."""
+        r = self._literals.get(cid, False)
+        if r is False:
+            r = None
+            stacks = self.configs[cid]
+            if len(stacks) == 1:
+                store = self.store
+                kind, a, b = store.kind, store.a, store.b
+                out = bytearray()
+                tails: list[int] = []
+                t = self.stack_top[stacks[0]]
+                while kind[t] == SEQ_K and kind[a[t]] == BYTES_K:
+                    head = b[a[t]]
+                    if head.bit_count() != 1:  # type: ignore[union-attr]
+                        break
+                    out.append(head.bit_length() - 1)  # type: ignore[union-attr]
+                    t = b[t]  # type: ignore[assignment]
+                    tails.append(t)
+                if len(out) >= 2:
+                    r = (bytes(out), tuple(tails), self.stack_parent[stacks[0]])
+            self._literals[cid] = r
+        return r
+
+    def after_literal(self, run: tuple[bytes, tuple[int, ...], int], n: int) -> int:
+        """The configuration after the first ``n`` bytes of a :meth:`literal_run`."""
+        return self.config([self.stack(run[2], run[1][n - 1])])
 
     def without_exit(self, cid: int) -> int:
         """``cid`` without :attr:`exit_mark` (DEAD when nothing else is left)."""

@@ -48,6 +48,8 @@ from .trie_cache import token_trie_for
 #: by every caller, see ``Constraint._relative_words``); off, it is walked as it is. Both give
 #: the same masks; tests switch it to compare them.
 RELATIVE_WALKS = True
+#: Whether a commit reads a configuration's fixed bytes at once (``_step_bytes``); tests switch it.
+LITERAL_COMMITS = True
 
 if TYPE_CHECKING:
     from ..vocab import Vocab
@@ -428,17 +430,34 @@ class Constraint:
         vocab = self.vocab
         target = DEAD
         if token_id < vocab.n_tokens and vocab.is_text[token_id]:
-            target = cid
-            for b in vocab.token_bytes(token_id):
-                target = self._table.step(target, b)
-                if target == DEAD:
-                    break
+            target = self._step_bytes(cid, vocab.token_bytes(token_id))
         for k, (aids, negated) in enumerate(self._atom_ids):
             hit = bool(np.any(aids == token_id))
             if hit != negated and not (negated and token_id in self._eos_set):
                 nxt = self._atom_step(cid, k)
                 target = self._system.union(target, nxt)
         self._commits[key] = target
+        return target
+
+    def _step_bytes(self, cid: int, data: bytes) -> int:
+        """The configuration after ``data`` from ``cid``; a configuration's fixed bytes
+        (``ConfigSystem.literal_run``) are read at once, without one configuration per byte."""
+        table, system = self._table, self._system
+        target, i = cid, 0
+        while i < len(data):
+            run = system.literal_run(target) if LITERAL_COMMITS else None
+            if run is None:
+                target = table.step(target, data[i])
+                if target == DEAD:
+                    return DEAD
+                i += 1
+                continue
+            lit = run[0]
+            n = min(len(lit), len(data) - i)
+            if data[i : i + n] != lit[:n]:
+                return DEAD
+            target = system.after_literal(run, n)
+            i += n
         return target
 
     def row(self, cid: int) -> np.ndarray:

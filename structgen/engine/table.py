@@ -32,6 +32,9 @@ NARROW_CHILDREN = 32
 #: A configuration with at most this many live bytes is "sparse": the children of a node in its
 #: state are found by binary search on their bytes (one per live byte), not by stepping them all.
 SPARSE_LIVE = 16
+#: Whether a walk follows a configuration's fixed bytes (``ConfigSystem.literal_run``) down the
+#: trie without a configuration per byte; off, it steps them as any other. Tests switch it.
+LITERAL_RUNS = True
 #: A walk from a configuration looping on at least this many bytes starts from its loop region.
 LOOP_REGION_MIN_BYTES = 32
 #: Byte classes of at most this many bytes are filled byte by byte in Python, larger ones with
@@ -87,6 +90,7 @@ class TransitionTable:
         self._exits_met: list[tuple[int, int]] | None = None
         #: configuration -> the same without the exit mark (itself where it has none)
         self._unmarked: dict[int, int] = {}
+        self._literal: dict[int, tuple[bytes, tuple[int, ...], int] | None] = {}
 
     def _grow(self) -> None:
         need = len(self.system.configs)
@@ -353,6 +357,8 @@ class TransitionTable:
         pending = out.pending  # exits of regions: nodes to enter at deeper levels
         if entries is not None:
             pending.update({k: list(v) for k, v in entries.items()})
+        elif region is None and not with_ends and self._literal_of(cid) is not None:
+            self._follow_literal(trie, views, -1, 0, self._literal_of(cid), out)  # type: ignore[arg-type]
         elif region is None:
             # the root's children, like any node's: by binary search when few bytes are live
             frontier, wide = self._step_children(trie, views, 0, [(0, trie.level_byte[0].size, cid)])
@@ -370,9 +376,17 @@ class TransitionTable:
             k += 1
             if frontier is not None and not frontier:
                 # nothing live at this level: on to the next level where a region has exits
-                if not pending:
+                if not pending and not out.direct:
                     break
-                k = max(k, min(pending))
+                k = max(k, min(list(pending) + list(out.direct)))
+            direct = out.direct.pop(k, None)
+            if direct is not None:
+                if frontier is not None:
+                    frontier = frontier + direct
+                else:
+                    nodes = np.concatenate([nodes, np.asarray([d[0] for d in direct], dtype=np.int64)])
+                    states = np.concatenate([states, np.asarray([d[1] for d in direct], dtype=np.int32)])
+                    parents = np.concatenate([parents, np.asarray([d[2] for d in direct], dtype=np.int32)])
             batch = pending.pop(k, None)
             if batch is not None and frontier is not None and sum(b[0].size for b in batch) + len(frontier) <= NARROW:
                 # a few exits (a run region's newline-and-spaces tokens, a string's quotes) join
@@ -606,6 +620,14 @@ class TransitionTable:
                 for node in nodes[at].tolist():
                     self._enter_run(trie, k, node, run, out)
                 has &= ~at
+                continue
+            lit = None if out.with_ends else self._literal_of(state)
+            if lit is not None:
+                at = has & (states == state)
+                views = trie.views()
+                for node in nodes[at].tolist():
+                    self._follow_literal(trie, views, k, node, lit, out)
+                has &= ~at
         if not has.any():
             return None
         return trie.child_start[k][nodes[has]], counts[has].astype(np.int64), states[has]
@@ -663,6 +685,13 @@ class TransitionTable:
                 if run is not None:
                     self._enter_run(trie, k, node, run, out)
                     continue
+                if not out.with_ends:
+                    lit = self._literal.get(state, False)
+                    if lit is False:
+                        lit = self._literal_of(state)
+                    if lit is not None:
+                        self._follow_literal(trie, views, k, node, lit, out)
+                        continue
                 expand.append((v.child_start[node], cc, state))
         return expand
 
@@ -738,6 +767,50 @@ class TransitionTable:
             out.add_positions(region.positions, after, np.zeros(region.positions.size, dtype=np.int32))
         for level, (e_nodes, e_byts) in region.exits.items():
             out.pending.setdefault(level, []).append((e_nodes, e_byts, after))
+
+    def _literal_of(self, state: int) -> tuple[bytes, tuple[int, ...], int] | None:
+        r = self._literal.get(state, False)
+        if r is False:
+            r = self._literal[state] = self.system.literal_run(state) if LITERAL_RUNS else None
+        return r
+
+    def _follow_literal(
+        self,
+        trie: TokenTrie,
+        views: list[LevelViews],
+        k: int,
+        node: int,
+        run: tuple[bytes, tuple[int, ...], int],
+        out: _Pieces,
+    ) -> None:
+        """Below ``node`` (level ``k``; -1: the root) in a state that reads the fixed bytes of
+        ``run`` one after another: follow them by binary search, accept the tokens that end on
+        the way (each leaves a live configuration, the rest of the literal), and enter the node
+        after the last byte with the configuration there, made only if something lies there.
+        Every other child is dead. Masks only: no end configurations are reported."""
+        if k < 0:
+            first, count = 0, trie.level_byte[0].size
+        else:
+            first, count = views[k].child_start[node], views[k].child_count[node]
+        lit = run[0]
+        last = len(lit) - 1
+        for j, b in enumerate(lit):
+            level = k + 1 + j
+            if count == 0 or level >= len(views):
+                return
+            v = views[level]
+            i = bisect_left(v.byte, b, first, first + count)
+            if i == first + count or v.byte[i] != b:
+                return
+            if j < last:
+                tc = v.tok_count[i]
+                if tc:
+                    out.add_py(v.tok_start[i], tc, DEAD, 0)
+                first, count = v.child_start[i], v.child_count[i]
+            elif v.tok_count[i] or v.child_count[i]:
+                end = self.system.after_literal(run, len(lit))
+                self._grow()
+                out.direct.setdefault(level, []).append((i, end, -1))
 
     def _step_children(
         self, trie: TokenTrie, views: list[LevelViews], k: int, expand: list[tuple[int, int, int]]
@@ -824,6 +897,8 @@ class _Pieces:
         self.py_slacks: list[int] = []
         #: level -> exits of regions met on the way, with the configuration each is stepped from
         self.pending: dict[int, list[tuple[np.ndarray, np.ndarray, int]]] = {}
+        #: level -> ``(node, state, parent)`` entered with a known state (the end of a literal)
+        self.direct: dict[int, list[tuple[int, int, int]]] = {}
 
     def add(self, starts: np.ndarray, counts: np.ndarray, states: np.ndarray, slack: np.ndarray | None) -> None:
         self.runs.append(ranges(starts, counts))

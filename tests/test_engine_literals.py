@@ -1,0 +1,119 @@
+"""Fixed bytes read at once: where a configuration's top starts with a literal (the rest of a key,
+of an enum value, of ``true``), a walk follows it down the trie by binary search and a commit
+reads it whole, without a configuration per byte (``ConfigSystem.literal_run``). Masks, commits
+and refusals must be those of stepping byte by byte, and the matcher's, also in the middle of a
+literal, where tokens end inside it or leave it early."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+
+import numpy as np
+import pytest
+from engine_support import _text_index, greedy_tokens, load_vocab, reference_mask
+
+from structgen import Grammar
+from structgen.engine import Constraint
+from structgen.engine import constraint as constraint_mod
+from structgen.engine import table as table_mod
+from structgen.engine.configs import DEAD
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+CASES = ("enum", "tool_call", "realistic_model")
+
+
+def _case(name: str) -> tuple[Grammar, bytes]:
+    schema = json.loads((ROOT / "schemas" / f"{name}.json").read_text())
+    first = (ROOT / "schemas" / "instances" / f"{name}.jsonl").read_text().splitlines()[0]
+    return Grammar.from_json_schema(schema), json.dumps(json.loads(first), ensure_ascii=False).encode()
+
+
+def _short_tokens(vocab, text: bytes) -> list[int]:  # type: ignore[no-untyped-def]
+    """Tokens of at most three bytes: most of them end inside a key or a value."""
+    index = _text_index(vocab)
+    out, pos = [], 0
+    while pos < len(text):
+        for n in (3, 2, 1):
+            t = index.get(text[pos : pos + n])
+            if t is not None:
+                out.append(t)
+                pos += n
+                break
+        else:  # a SentencePiece vocabulary spells some bytes only as <0xNN> pieces
+            out.extend(greedy_tokens(vocab, text[pos : pos + 1]))
+            pos += 1
+    return out
+
+
+def _switch(monkeypatch, on: bool) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr(table_mod, "LITERAL_RUNS", on)
+    monkeypatch.setattr(constraint_mod, "LITERAL_COMMITS", on)
+
+
+@pytest.mark.parametrize("vocab_name", ["llama-bpe", "llama-spm"])
+@pytest.mark.parametrize("name", CASES)
+def test_literals_read_at_once_equal_stepping(name: str, vocab_name: str, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    vocab = load_vocab(vocab_name)
+    grammar, text = _case(name)
+    for toks in (greedy_tokens(vocab, text), _short_tokens(vocab, text)):
+        on, off = Constraint.compile(grammar, vocab), Constraint.compile(grammar, vocab)
+        s_on, s_off = on.start(), off.start()
+        for i, tok in enumerate(toks):
+            _switch(monkeypatch, True)
+            m_on = s_on.mask()
+            ok_on = s_on.commit_token(tok)
+            _switch(monkeypatch, False)
+            m_off = s_off.mask()
+            ok_off = s_off.commit_token(tok)
+            assert np.array_equal(m_on, m_off), f"{name}: masks differ at step {i}"
+            assert ok_on and ok_off
+        assert s_on.is_accepting() and s_off.is_accepting()
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_commits_inside_literals_follow_the_mask(name: str) -> None:
+    """Every token that starts like the literal ahead (so may leave it early, end inside it or
+    go past it) is committed exactly when the mask allows it, and a refused one leaves the
+    state as it was."""
+    vocab = load_vocab("llama-bpe")
+    grammar, text = _case(name)
+    c = Constraint.compile(grammar, vocab)
+    state = c.start()
+    by_first: dict[int, list[int]] = {}
+    for tok_bytes, tid in _text_index(vocab).items():
+        by_first.setdefault(tok_bytes[0], []).append(tid)
+    checked = 0
+    for tok in _short_tokens(vocab, text):
+        run = c._system.literal_run(state.config)
+        if run is not None:
+            allowed = state.mask()
+            for cand in by_first.get(run[0][0], [])[:400]:
+                # the constraint's own step, which State.commit_token reaches only after the mask
+                assert (c.commit(state.config, cand) != DEAD) == bool(allowed[cand]), vocab.token_bytes(cand)
+                trial = state.fork()
+                before = trial.config
+                committed = trial.commit_token(cand)
+                assert committed == bool(allowed[cand]), (name, vocab.token_bytes(cand))
+                if not committed:
+                    assert trial.config == before
+            checked += 1
+        assert state.commit_token(tok)
+    assert checked >= 2
+
+
+@pytest.mark.parametrize("name", ["enum", "tool_call"])
+def test_masks_inside_literals_equal_the_matcher(name: str) -> None:
+    vocab = load_vocab("llama-spm")
+    grammar, text = _case(name)
+    c = Constraint.compile(grammar, vocab)
+    state = c.start()
+    done = b""
+    checked = 0
+    for tok in _short_tokens(vocab, text):
+        if c._system.literal_run(state.config) is not None and checked < 6:
+            assert np.array_equal(state.mask(), reference_mask(grammar, vocab, done)), done
+            checked += 1
+        assert state.commit_token(tok)
+        done += vocab.token_bytes(tok)
+    assert checked > 0
