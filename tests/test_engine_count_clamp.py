@@ -139,6 +139,37 @@ def test_deep_stacks_share_a_twin_and_the_same_masks(vocab_name: str, monkeypatc
         assert np.array_equal(a, b), f"mask differs at step {step}"
 
 
+@pytest.mark.parametrize("keep_lengths", [False, True])
+def test_twins_built_per_caller_equal_frame_by_frame(keep_lengths: bool) -> None:
+    """A twin's frames below the top are built once per caller chain and shared by every
+    configuration of that call; the twins are the ones a rebuild of each stack's kept frames,
+    frame by frame, gives (the construction before the chains were shared)."""
+    vocab = load_vocab("llama-bpe")
+    tree = json.loads((ROOT / "schemas" / "tree.json").read_text())
+
+    def node(depth: int) -> dict:
+        return {"name": "n", "value": 1, "children": [node(depth - 1)] if depth else []}
+
+    for grammar, text in (
+        (json_schema_to_grammar(tree), json.dumps(node(9)).encode()),
+        (json_schema_to_grammar(True), _nested(12, True)),
+    ):
+        c = Constraint.compile(grammar, vocab)
+        _walks(c, [text], vocab)
+        system = c._system
+        shared = CountClamp(system, lambda: byte_limits_for(vocab), keep_lengths=keep_lengths)
+        rebuilt = CountClamp(system, lambda: byte_limits_for(vocab), keep_lengths=keep_lengths)
+        stacks = [sid for sid in range(len(system.stack_top)) if system.stack_parent[sid] >= -1]
+        assert max(len(_chain(system, sid)) for sid in stacks) > 8
+        for sid in stacks:
+            chain = _chain(system, sid)
+            kept = chain[: len(chain) if keep_lengths else rebuilt.reach(sid)]
+            want = -1
+            for v in reversed(kept):
+                want = system.stack(want, rebuilt.term(system.stack_top[v]))
+            assert shared._clamp_stack(sid) == want
+
+
 def _chain(system, sid: int) -> list[int]:  # type: ignore[no-untyped-def]
     out = []
     while sid >= 0:

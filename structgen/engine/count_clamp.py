@@ -125,6 +125,9 @@ class CountClamp:
         self._term: dict[int, int] = {}
         self._stack: dict[int, int] = {}
         self._config: dict[int, int] = {}
+        self._kept: dict[int, int] = {}  # caller chain -> frames of it a twin keeps
+        self._kept_at = -1
+        self._chain: dict[tuple[int, int], int] = {}  # (chain, frames) -> the clamped chain
 
     def byte_limit(self, byte: int) -> int:
         """The most copies of ``byte`` in one token of the vocabulary."""
@@ -316,16 +319,43 @@ class CountClamp:
         if found is not None:
             return found
         system = self.system
-        chain = []
-        u = sid
-        for _ in range(self._depth(sid) if self.keep_lengths else self.reach(sid)):
-            chain.append(u)
-            u = system.stack_parent[u]
-        # rebuild bottom up: the deepest kept frame has no caller in the twin
-        out = -1
-        for v in reversed(chain):
-            out = system.stack(out, self.term(system.stack_top[v]))
+        parent = system.stack_parent[sid]
+        below = -1 if parent < 0 else self._clamped_chain(parent, self._kept_below(parent))
+        out = system.stack(below, self.term(system.stack_top[sid]))
         self._stack[sid] = out
+        return out
+
+    def _kept_below(self, parent: int) -> int:
+        """How many frames of the caller chain ``parent`` a twin keeps: what :meth:`reach` (or,
+        for budget twins, the depth) leaves below the top. It depends on the callers alone, so
+        every configuration inside one call shares it (a tree node's positions, at any depth).
+        Remembered until a lazy rule is built, as the facts it reads may be provisional."""
+        built = self.s.built_count()
+        if built != self._kept_at:
+            self._kept_at = built
+            self._kept.clear()
+        found = self._kept.get(parent)
+        if found is None:
+            found = self._kept[parent] = self._depth(parent) if self.keep_lengths else self._reach_below(parent)
+        return found
+
+    def _clamped_chain(self, u: int, n: int) -> int:
+        """The top ``n`` frames of the chain ``u``, counts clamped, with no caller below them."""
+        system = self.system
+        todo: list[int] = []
+        out = -1
+        while n > 0 and u >= 0:
+            found = self._chain.get((u, n))
+            if found is not None:
+                out = found
+                break
+            todo.append(u)
+            u = system.stack_parent[u]
+            n -= 1
+        for v in reversed(todo):  # bottom up: each frame's caller is the chain built below it
+            n += 1
+            out = system.stack(out, self.term(system.stack_top[v]))
+            self._chain[(v, n)] = out
         return out
 
     def _depth(self, sid: int) -> int:
@@ -343,10 +373,13 @@ class CountClamp:
         Frames below that one never see a byte of the token, and a twin without them has the
         same mask (end of input aside: the frame where the cut falls requires a byte, so neither
         configuration can end there)."""
+        return 1 + self._reach_below(self.system.stack_parent[sid])
+
+    def _reach_below(self, u: int) -> int:
+        """The frames of the caller chain ``u`` that :meth:`reach` counts."""
         system = self.system
         need: dict[int, int] = {}
-        depth = 1
-        u = system.stack_parent[sid]
+        depth = 0
         while u >= 0:
             depth += 1
             top = system.stack_top[u]
