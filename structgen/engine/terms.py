@@ -348,7 +348,8 @@ class TermStore:
 
     def first_bytes(self, t: int) -> int:
         """A superset of the bytes ``b`` with ``deriv(t, b) != NOTHING``, as a 256-bit mask (every
-        byte for a lazy term not built yet: asking must not build it)."""
+        byte for a lazy term not built yet: asking must not build it; a term over one is
+        remembered with every byte even once it is built)."""
         r = self._first_bytes.get(t)
         if r is not None:
             return r
@@ -369,7 +370,10 @@ class TermStore:
         elif k == AND_K:
             r = self.first_bytes(self.a[t]) & self.first_bytes(self.b[t])  # type: ignore[arg-type]
         elif k == LAZY_K:
-            r = FULL_MASK
+            built = self._forced.get(t)
+            if built is None:
+                return FULL_MASK  # not remembered: exact once the rule is built
+            r = self.first_bytes(built)
         else:
             r = 0  # NOTHING, EMPTY, SYM: no byte
         self._first_bytes[t] = r
