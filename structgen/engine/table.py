@@ -351,14 +351,16 @@ class TransitionTable:
         out = _Pieces(with_ends, self._tail_missing() if with_ends and self._tail_missing else None)
         views = trie.views()
         # where the walk enters the trie: the root's children, or the exits of a loop region
-        region, loop = (None, cid) if entries is not None else self._entry_region(cid, trie)
+        # a literal run never loops: its row and a region check would be work for nothing
+        literal = None if entries is not None or with_ends else self._literal_of(cid)
+        region, loop = (None, cid) if entries is not None or literal is not None else self._entry_region(cid, trie)
         frontier: list[tuple[int, int, int]] | None = []  # (node, state, parent) in Python mode
         nodes = states = parents = np.zeros(0, dtype=np.int64)
         pending = out.pending  # exits of regions: nodes to enter at deeper levels
         if entries is not None:
             pending.update({k: list(v) for k, v in entries.items()})
-        elif region is None and not with_ends and self._literal_of(cid) is not None:
-            self._follow_literal(trie, views, -1, 0, self._literal_of(cid), out)  # type: ignore[arg-type]
+        elif literal is not None:
+            self._follow_literal(trie, views, -1, 0, literal, out)
         elif region is None:
             # the root's children, like any node's: by binary search when few bytes are live
             frontier, wide = self._step_children(trie, views, 0, [(0, trie.level_byte[0].size, cid)])
