@@ -324,3 +324,58 @@ def test_spliced_regions_equal_walking_the_subtree(vocab_name: str, monkeypatch)
     for step, (a, b) in enumerate(zip(got, want)):
         for x, y in zip(a, b):
             assert np.array_equal(x, y), f"step {step}"
+
+
+CLOSED_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "name": {"const": "search"},
+        "args": {
+            "type": "object",
+            "properties": {"origin": {"type": "string"}, "count": {"type": "integer"}, "tags": {"type": "array"}},
+            "required": ["origin"],
+            "additionalProperties": False,
+        },
+    },
+    "required": ["name", "args"],
+    "additionalProperties": False,
+}
+CLOSED_DOCS = [
+    json.dumps({"name": "search", "args": {"origin": "OSL", "count": 2, "tags": ["a", {"b": [1]}]}}, indent=indent)
+    for indent in (None, 2, 4, "\t", 31, 32, 33)
+]
+
+
+@pytest.mark.parametrize("vocab_name", ["whitespace", "llama-spm", "llama-bpe"])
+def test_run_exits_filtered_by_first_bytes_equal_stepping_all(vocab_name: str, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A run region's exits whose byte the configuration after the run cannot read (by
+    ``ConfigSystem.first_bytes_bound``, from its terms) are dropped before they are stepped:
+    masks and budget figures equal those of stepping every exit, along indented documents of
+    a closed object (where the bound is a key's quote or a closing brace) and of any JSON; and
+    the bound holds every live byte of each configuration whose row is complete."""
+    from structgen.engine import table as table_mod
+    from structgen.schema import json_schema_to_grammar
+
+    vocab = _whitespace_vocab() if vocab_name == "whitespace" else load_vocab(vocab_name)
+    dropped = False
+    for schema, docs in ((CLOSED_SCHEMA, CLOSED_DOCS), (RUN_SCHEMA, RUN_DOCS)):
+        grammar = json_schema_to_grammar(schema)
+        fast = Constraint.compile(grammar, vocab)
+        got = _masks_and_figures(fast, vocab, docs)
+        table, system = fast._table, fast._system
+        for cid in range(1, len(system.configs)):
+            if cid < table.rows.shape[0] and not (table.rows[cid] == table_mod.UNKNOWN).any():
+                live = sum(1 << b for b in np.flatnonzero(table.rows[cid] != 0).tolist())
+                assert live & ~system.first_bytes_bound(cid) == 0, f"config {cid}: a live byte outside the bound"
+        trie = token_trie_for(vocab)
+        for region in getattr(trie, "_run_regions", {}).values():
+            for kept in region._within.values():
+                dropped |= sum(n.size for n, _ in kept.values()) < sum(n.size for n, _ in region.exits.values())
+        monkeypatch.setattr(table_mod, "RUN_EXIT_FILTER", False)
+        want = _masks_and_figures(Constraint.compile(grammar, vocab), vocab, docs)
+        monkeypatch.setattr(table_mod, "RUN_EXIT_FILTER", True)
+        assert len(got) == len(want)
+        for step, (a, b) in enumerate(zip(got, want)):
+            for x, y in zip(a, b):
+                assert np.array_equal(np.asarray(x), np.asarray(y)), f"step {step}"
+    assert dropped, "no run region dropped an exit"

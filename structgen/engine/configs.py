@@ -64,6 +64,7 @@ class ConfigSystem:
         self._term_shortest_memo: dict[int, int | None] = {}
         self._unit_characters: dict[int, bool] = {}
         self._literals: dict[int, tuple[bytes, tuple[int, ...], int] | None] = {}
+        self._first_bytes_bound: dict[int, int] = {}
         #: the frame below a relative stack (see :meth:`relative`) and the stack a return into
         #: it leaves in a configuration (both -1 until the first relative configuration)
         self.hole = -1
@@ -321,6 +322,23 @@ class ConfigSystem:
                         nxt.add(d)
                 frontier = nxt
         return True
+
+    def first_bytes_bound(self, cid: int) -> int:
+        """A superset of the bytes with a live transition from ``cid``, as a 256-bit mask, found
+        from its stacks' top terms without computing a transition: every byte where a top can
+        call or return into a caller (remembered per configuration)."""
+        r = self._first_bytes_bound.get(cid)
+        if r is None:
+            store = self.store
+            r = 0
+            for sid in self.configs[cid]:
+                top = self.stack_top[sid]
+                if store.first_syms(top) or (store.nullable[top] and self.stack_parent[sid] != -1):
+                    r = FULL_MASK
+                    break
+                r |= store.first_bytes(top)
+            self._first_bytes_bound[cid] = r
+        return r
 
     # -- acceptance and shortest completion -----------------------------------------------------
 

@@ -24,6 +24,7 @@ import numpy as np
 from ..grammar.utf8 import utf8_sequences
 from .arrays import mask_to_bools, ranges, unique
 from .masks import pack_ids
+from .terms import FULL_MASK
 from .token_trie import TokenTrie
 
 #: Regions kept per vocabulary (one per distinct loop byte set met; each a few MB at most).
@@ -305,6 +306,9 @@ def build_loop_region(trie: TokenTrie, loops: int, utf8: bool, *, chars: bool = 
 
 #: Run regions kept per vocabulary (one per trie node and run shape met: each a few arrays).
 MAX_RUN_REGIONS = 4096
+_Exits = dict[int, tuple[np.ndarray, np.ndarray]]
+#: exit subsets kept per run region (one per set of bytes read after the run)
+MAX_WITHIN = 16
 
 
 @dataclass(frozen=True)
@@ -318,6 +322,37 @@ class RunRegion:
 
     positions: np.ndarray  #: int64 positions in ``sorted_ids`` of the tokens ending inside the run
     exits: dict[int, tuple[np.ndarray, np.ndarray]]  #: level -> (nodes int64, their bytes uint8)
+    #: level -> the bytes of its exits, as a 256-bit mask
+    exit_bytes: dict[int, int] = field(default_factory=dict, compare=False, repr=False)
+    #: exits_within's answers, per mask of bytes
+    _within: dict[int, _Exits] = field(default_factory=dict, compare=False, repr=False)
+
+    def exits_within(self, live: int) -> _Exits:
+        """The exits whose byte is in ``live`` (a 256-bit mask): the others are dead from any
+        configuration that reads only those bytes, and need no step (a whitespace gap before a
+        key keeps the few levels where a quote follows the newline and spaces, of the 30-odd
+        levels of indented tokens). Remembered per mask."""
+        if live == FULL_MASK:
+            return self.exits
+        found = self._within.get(live)
+        if found is None:
+            found = {}
+            keep = None
+            for level, (nodes, byts) in self.exits.items():
+                present = self.exit_bytes[level]
+                if not present & live:
+                    continue
+                if present & ~live:
+                    if keep is None:
+                        keep = mask_to_bools(live)
+                    inside = keep[byts]
+                    nodes, byts = nodes[inside], byts[inside]
+                found[level] = (nodes, byts)
+            with _lock:
+                if len(self._within) >= MAX_WITHIN:
+                    self._within.pop(next(iter(self._within)))
+                self._within[live] = found
+        return found
 
 
 def run_region(trie: TokenTrie, level: int, node: int, unit: int, most: int | None) -> RunRegion:
@@ -331,6 +366,7 @@ def run_region(trie: TokenTrie, level: int, node: int, unit: int, most: int | No
     in_unit = mask_to_bools(unit)
     runs: list[np.ndarray] = []
     exits: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    exit_bytes: dict[int, int] = {}
     frontier = np.asarray([node], dtype=np.int64)
     k, depth = level, 0
     while frontier.size and k + 1 < trie.depth:
@@ -343,6 +379,7 @@ def run_region(trie: TokenTrie, level: int, node: int, unit: int, most: int | No
         inside = in_unit[byts]
         if not inside.all():
             exits[k + 1] = (children[~inside], byts[~inside])
+            exit_bytes[k + 1] = _byte_set(byts[~inside])
         depth += 1
         k += 1
         if most is not None and depth > most:
@@ -353,7 +390,7 @@ def run_region(trie: TokenTrie, level: int, node: int, unit: int, most: int | No
         if ends.any():
             runs.append(ranges(trie.tok_start[k][frontier[ends]], tc[ends]))
     positions = np.concatenate(runs) if runs else np.zeros(0, dtype=np.int64)
-    found = RunRegion(positions, exits)
+    found = RunRegion(positions, exits, exit_bytes)
     with _lock:
         if len(cache) >= MAX_RUN_REGIONS:
             cache.pop(next(iter(cache)))

@@ -35,6 +35,9 @@ SPARSE_LIVE = 16
 #: Whether a walk follows a configuration's fixed bytes (``ConfigSystem.literal_run``) down the
 #: trie without a configuration per byte; off, it steps them as any other. Tests switch it.
 LITERAL_RUNS = True
+#: Step only the run-region exits whose byte the configuration after the run can read (a bound
+#: from its terms: ConfigSystem.first_bytes_bound); False steps them all (tests compare)
+RUN_EXIT_FILTER = True
 #: A walk from a configuration looping on at least this many bytes starts from its loop region.
 LOOP_REGION_MIN_BYTES = 32
 #: Byte classes of at most this many bytes are filled byte by byte in Python, larger ones with
@@ -767,7 +770,8 @@ class TransitionTable:
         region = run_region(trie, k, node, unit, most)
         if region.positions.size:
             out.add_positions(region.positions, after, np.zeros(region.positions.size, dtype=np.int32))
-        for level, (e_nodes, e_byts) in region.exits.items():
+        exits = region.exits_within(self.system.first_bytes_bound(after)) if RUN_EXIT_FILTER else region.exits
+        for level, (e_nodes, e_byts) in exits.items():
             out.pending.setdefault(level, []).append((e_nodes, e_byts, after))
 
     def _literal_of(self, state: int) -> tuple[bytes, tuple[int, ...], int] | None:
