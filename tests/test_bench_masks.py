@@ -204,3 +204,31 @@ def test_mask_calls_are_the_same_in_every_run() -> None:
     # the second constraint meets process-wide caches the first one filled: compare each with a
     # third made under the same conditions
     assert mask_calls.count(["enum"], "llama-spm") == second
+
+
+def test_ab_revisions_runs_both_revisions_in_fresh_processes() -> None:
+    """`benchmarks/ab_revisions.py` imports structgen from a worktree of each revision (refusing
+    a root without one) and prints one table row per schema; its worktrees are removed."""
+    if vocab_path("llama-spm") is None:
+        pytest.skip("asset vocab/llama-spm missing: run make assets")
+    pytest.importorskip("llama_cpp")
+    import subprocess
+    import sys
+
+    repo = pathlib.Path(__file__).resolve().parent.parent
+    if not (repo / ".git").exists():
+        pytest.skip("not a git checkout: the script makes worktrees")
+    script = [sys.executable, str(repo / "benchmarks" / "ab_revisions.py"), "HEAD", "HEAD", "--rounds", "1"]
+    done = subprocess.run(
+        script + ["--vocab", "llama-spm", "--schemas", "enum"], capture_output=True, text=True, check=True
+    )
+    rows = [line for line in done.stdout.splitlines() if line.startswith("| enum |")]
+    assert len(rows) == 1 and all(float(x) > 0 for x in rows[0].strip("| \n").split("|")[1:])
+    wrong = subprocess.run(
+        script[:2] + ["HEAD", "HEAD", "--vocab", "llama-spm", "--worker", "/nonexistent"],
+        capture_output=True,
+        text=True,
+    )
+    assert wrong.returncode != 0 and "no structgen package under /nonexistent" in wrong.stdout + wrong.stderr
+    listed = subprocess.run(["git", "-C", str(repo), "worktree", "list"], capture_output=True, text=True).stdout
+    assert "structgen-ab-" not in listed
