@@ -2,7 +2,12 @@
 of an enum value, of ``true``), a walk follows it down the trie by binary search and a commit
 reads it whole, without a configuration per byte (``ConfigSystem.literal_run``). Masks, commits
 and refusals must be those of stepping byte by byte, and the matcher's, also in the middle of a
-literal, where tokens end inside it or leave it early."""
+literal, where tokens end inside it or leave it early.
+
+A choice among fixed bytes (enum values, the keys an object may still have, a gap before a
+colon) is walked by its top term's derivatives (``TransitionTable._choice_walk``): masks must be
+those of the walk through configurations, with the node budget spent or not, inside a recursive
+rule's callee too, and the matcher's."""
 
 from __future__ import annotations
 
@@ -116,4 +121,63 @@ def test_masks_inside_literals_equal_the_matcher(name: str) -> None:
             checked += 1
         assert state.commit_token(tok)
         done += vocab.token_bytes(tok)
+    assert checked > 0
+
+
+CHOICE_GBNF = """
+root ::= "[" item ("," item)* "]"
+item ::= "alpha" | "alpine" | "alps" | "beta" | "bet" | "true" | root
+"""
+CHOICE_DOCS = [b"[alpha]", b"[alps,[bet,[alpine]],beta]", b"[[[true,alps]],bet]"]
+
+
+def _choice_cases(vocab):  # type: ignore[no-untyped-def]
+    """(grammar, token walks) for the benchmark's closed objects and an enum, and a recursive
+    grammar whose choices sit inside a callee (walked over the hole)."""
+    for name in ("enum", "tool_call", "tool_union"):
+        grammar, text = _case(name)
+        yield name, grammar, [greedy_tokens(vocab, text), _short_tokens(vocab, text)]
+    grammar = Grammar.from_gbnf(CHOICE_GBNF)
+    yield "gbnf", grammar, [w for doc in CHOICE_DOCS for w in (greedy_tokens(vocab, doc), _short_tokens(vocab, doc))]
+
+
+@pytest.mark.parametrize("budget", [64, 2])
+@pytest.mark.parametrize("vocab_name", ["llama-bpe", "llama-spm"])
+def test_choice_walks_equal_stepping(vocab_name: str, budget: int, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    vocab = load_vocab(vocab_name)
+    monkeypatch.setattr(table_mod, "CHOICE_NODES", budget)
+    walked = 0
+    for name, grammar, walks in _choice_cases(vocab):
+        for toks in walks:
+            on, off = Constraint.compile(grammar, vocab), Constraint.compile(grammar, vocab)
+            s_on, s_off = on.start(), off.start()
+            for i, tok in enumerate(toks):
+                monkeypatch.setattr(table_mod, "CHOICE_WALKS", True)
+                m_on = s_on.mask()
+                ok_on = s_on.commit_token(tok)
+                monkeypatch.setattr(table_mod, "CHOICE_WALKS", False)
+                m_off = s_off.mask()
+                ok_off = s_off.commit_token(tok)
+                assert np.array_equal(m_on, m_off), f"{name}: masks differ at step {i}"
+                assert ok_on and ok_off
+            assert s_on.is_accepting() and s_off.is_accepting()
+            walked += sum(v is not None for v in on._table._choice.values())
+    assert walked > 0, "no choice was walked"
+
+
+@pytest.mark.parametrize("name", ["enum", "tool_call", "gbnf"])
+def test_choice_masks_equal_the_matcher(name: str) -> None:
+    vocab = load_vocab("llama-spm")
+    grammar, walks = next((g, w) for n, g, w in _choice_cases(vocab) if n == name)
+    checked = 0
+    for toks in walks[:4]:
+        c = Constraint.compile(grammar, vocab)
+        state = c.start()
+        done = b""
+        for tok in toks:
+            if c._table._choice_of(state.config) is not None and checked < 8:
+                assert np.array_equal(state.mask(), reference_mask(grammar, vocab, done)), done
+                checked += 1
+            assert state.commit_token(tok)
+            done += vocab.token_bytes(tok)
     assert checked > 0

@@ -121,25 +121,28 @@ class ConfigSystem:
         follow them without a configuration per byte. None otherwise (remembered)."""
         r = self._literals.get(cid, False)
         if r is False:
-            r = None
             stacks = self.configs[cid]
+            r = None
             if len(stacks) == 1:
-                store = self.store
-                kind, a, b = store.kind, store.a, store.b
-                out = bytearray()
-                tails: list[int] = []
-                t = self.stack_top[stacks[0]]
-                while kind[t] == SEQ_K and kind[a[t]] == BYTES_K:
-                    head = b[a[t]]
-                    if head.bit_count() != 1:  # type: ignore[union-attr]
-                        break
-                    out.append(head.bit_length() - 1)  # type: ignore[union-attr]
-                    t = b[t]  # type: ignore[assignment]
-                    tails.append(t)
-                if len(out) >= 2:
-                    r = (bytes(out), tuple(tails), self.stack_parent[stacks[0]])
+                r = self.literal_run_of(self.stack_parent[stacks[0]], self.stack_top[stacks[0]])
             self._literals[cid] = r
         return r
+
+    def literal_run_of(self, parent: int, top: int) -> tuple[bytes, tuple[int, ...], int] | None:
+        """:meth:`literal_run` of the one stack ``(parent, top)``, with no configuration made."""
+        store = self.store
+        kind, a, b = store.kind, store.a, store.b
+        out = bytearray()
+        tails: list[int] = []
+        t = top
+        while kind[t] == SEQ_K and kind[a[t]] == BYTES_K:
+            head = b[a[t]]
+            if head.bit_count() != 1:  # type: ignore[union-attr]
+                break
+            out.append(head.bit_length() - 1)  # type: ignore[union-attr]
+            t = b[t]  # type: ignore[assignment]
+            tails.append(t)
+        return (bytes(out), tuple(tails), parent) if len(out) >= 2 else None
 
     def after_literal(self, run: tuple[bytes, tuple[int, ...], int], n: int) -> int:
         """The configuration after the first ``n`` bytes of a :meth:`literal_run`."""
