@@ -17,6 +17,8 @@ import pathlib
 import numpy as np
 import pytest
 from engine_support import _text_index, greedy_tokens, load_vocab, reference_mask
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from structgen import Grammar
 from structgen.engine import Constraint
@@ -181,3 +183,35 @@ def test_choice_masks_equal_the_matcher(name: str) -> None:
             assert state.commit_token(tok)
             done += vocab.token_bytes(tok)
     assert checked > 0
+
+
+_WORDS = st.lists(st.text("abé", min_size=1, max_size=5), min_size=1, max_size=6, unique=True)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(words=_WORDS, picks=st.lists(st.integers(0, 5), min_size=1, max_size=4))
+def test_choice_walks_on_random_word_sets(words: list[str], picks: list[int], monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Random choices with shared prefixes, words that are prefixes of others and a two-byte
+    character, repeated in a list (a choice met again after each comma): on a vocabulary of
+    every byte and every piece of up to four bytes of the document, masks with the choice walks
+    equal those without, and the matcher's where a choice is walked."""
+    from structgen import Vocab
+
+    alts = " | ".join(json.dumps(w, ensure_ascii=False) for w in words)
+    grammar = Grammar.from_gbnf(f'root ::= "[" word ("," word)* "]"\nword ::= {alts}\n')
+    doc = ("[" + ",".join(words[p % len(words)] for p in picks) + "]").encode()
+    pieces = {doc[i : i + n] for n in (2, 3, 4) for i in range(len(doc) - n + 1)}
+    vocab = Vocab([bytes([b]) for b in range(256)] + sorted(pieces), eos_token_ids=[], special_token_ids=[])
+    on, off = Constraint.compile(grammar, vocab), Constraint.compile(grammar, vocab)
+    s_on, s_off = on.start(), off.start()
+    done = b""
+    for tok in greedy_tokens(vocab, doc):
+        monkeypatch.setattr(table_mod, "CHOICE_WALKS", True)
+        m_on = s_on.mask()
+        if on._table._choice_of(s_on.config) is not None:
+            assert np.array_equal(m_on, reference_mask(grammar, vocab, done)), done
+        monkeypatch.setattr(table_mod, "CHOICE_WALKS", False)
+        assert np.array_equal(m_on, s_off.mask()), done
+        assert s_on.commit_token(tok) and s_off.commit_token(tok)
+        done += vocab.token_bytes(tok)
+    assert s_on.is_accepting()
