@@ -114,16 +114,23 @@ def test_masks_inside_literals_equal_the_matcher(name: str) -> None:
     vocab = load_vocab("llama-spm")
     grammar, text = _case(name)
     c = Constraint.compile(grammar, vocab)
+    checked = _masks_against_matcher(c, grammar, vocab, _short_tokens(vocab, text), c._system.literal_run, 6)
+    assert checked > 0
+
+
+def _masks_against_matcher(c, grammar, vocab, toks, where, most: int) -> int:  # type: ignore[no-untyped-def]
+    """Along ``toks`` from the start, compare the mask with the matcher's at the first ``most``
+    states whose configuration ``where`` recognises; returns how many were compared."""
     state = c.start()
     done = b""
     checked = 0
-    for tok in _short_tokens(vocab, text):
-        if c._system.literal_run(state.config) is not None and checked < 6:
+    for tok in toks:
+        if checked < most and where(state.config) is not None:
             assert np.array_equal(state.mask(), reference_mask(grammar, vocab, done)), done
             checked += 1
         assert state.commit_token(tok)
         done += vocab.token_bytes(tok)
-    assert checked > 0
+    return checked
 
 
 CHOICE_GBNF = """
@@ -174,14 +181,7 @@ def test_choice_masks_equal_the_matcher(name: str) -> None:
     checked = 0
     for toks in walks[:4]:
         c = Constraint.compile(grammar, vocab)
-        state = c.start()
-        done = b""
-        for tok in toks:
-            if c._table._choice_of(state.config) is not None and checked < 8:
-                assert np.array_equal(state.mask(), reference_mask(grammar, vocab, done)), done
-                checked += 1
-            assert state.commit_token(tok)
-            done += vocab.token_bytes(tok)
+        checked += _masks_against_matcher(c, grammar, vocab, toks, c._table._choice_of, 8 - checked)
     assert checked > 0
 
 
