@@ -114,3 +114,53 @@ def test_an_optional_unit_is_not_counted() -> None:
     tops = [system.stack_top[sid] for sid in system.configs[state.config]]
     assert all(counted_head(store, top) is None for top in tops)
     assert np.array_equal(state.mask(), reference_mask(grammar, vocab, prefix))
+
+
+@pytest.mark.parametrize("vocab_name", ["llama-bpe", "llama-spm"])
+def test_last_units_equal_walks(vocab_name: str, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The last unit of an exact count (``[0-9a-fA-F]{4}`` after three digits, which the term
+    store writes as the class itself) takes its mask from the repetition's sorted unbounded mask
+    (``counters.last_unit_head``): every mask, greedy and byte by byte, equals the walk's. Also
+    where the class overlaps what follows (``[0-9a-f]{3}[0-9]``: never counted, so never read as
+    a last unit) and where the count ends the string."""
+    from structgen.engine import constraint as constraint_module
+    from structgen.schema import json_schema_to_grammar
+
+    vocab = load_vocab(vocab_name)
+    singles = _byte_tokens(vocab)
+    schema = {
+        "type": "object",
+        "properties": {
+            "id": {"type": "string", "format": "uuid"},
+            "code": {"type": "string", "pattern": "^[0-9a-f]{3}[0-9]-[A-Z]{2}$"},
+            "day": {"type": "string", "pattern": "^[0-9]{4}-[0-9]{2}$"},
+        },
+        "required": ["id", "code", "day"],
+        "additionalProperties": False,
+    }
+    text = b'{"id": "1c6e3a52-9f7B-4d8e-a1b2-c3d4e5f60718", "code": "ab37-XY", "day": "2026-03"}'
+    grammar = json_schema_to_grammar(schema)
+    walks = [greedy_tokens(vocab, text), [singles[b] for b in text]]
+
+    def masks() -> list[list[np.ndarray]]:
+        c = Constraint.compile(grammar, vocab)
+        out = []
+        for ids in walks:
+            st, got = c.start(), []
+            for tok in ids:
+                got.append(st.mask_words().copy())
+                assert st.commit_token(tok), "the instance must be valid"
+            got.append(st.mask_words().copy())
+            out.append(got)
+        taken = [v for v in c._counted.values() if v is not None and v[0].lo == v[0].hi == 1]
+        return out, len(taken)
+
+    fast, taken = masks()
+    assert taken, "no last unit took the counted path"
+    monkeypatch.setattr(constraint_module, "LAST_UNITS", False)
+    slow, taken = masks()
+    assert not taken
+    for ids, a, b in zip(walks, fast, slow):
+        for step, (x, y) in enumerate(zip(a, b)):
+            done = b"".join(vocab.token_bytes(t) for t in ids[:step])
+            assert np.array_equal(x, y), f"mask differs after {done!r}"

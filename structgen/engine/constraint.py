@@ -34,6 +34,7 @@ from .counters import (
     filter_bounds,
     filter_ids,
     filter_words,
+    last_unit_head,
     unit_automaton,
 )
 from .deep import deep_recursion
@@ -50,6 +51,10 @@ from .trie_cache import token_trie_for
 RELATIVE_WALKS = True
 #: Whether a commit reads a configuration's fixed bytes at once (``_step_bytes``); tests switch it.
 LITERAL_COMMITS = True
+#: Whether the last unit of a counted repetition (``x rest``, the count ``x{1,1}``) takes its
+#: mask from the repetition's sorted unbounded mask when an earlier count sorted it
+#: (``counters.last_unit_head``); off, it is walked. Tests switch it.
+LAST_UNITS = True
 
 if TYPE_CHECKING:
     from ..vocab import Vocab
@@ -366,13 +371,18 @@ class Constraint:
             stacks = self._system.configs[cid]
             if len(stacks) == 1:
                 sid = stacks[0]
-                head = counted_head(self._machines.store, self._system.stack_top[sid])
-                if head is not None:
-                    counts = self._unit_counts(head.unit, head.partial)
-                    if counts is not None:
-                        top = head.unbounded(self._machines.store)
-                        base = self._system.config([self._system.stack(self._system.stack_parent[sid], top)])
-                        entry = (head, counts, base)
+                store, parent = self._machines.store, self._system.stack_parent[sid]
+                head = counted_head(store, self._system.stack_top[sid])
+                counts = None if head is None else self._unit_counts(head.unit, head.partial)
+                if head is not None and counts is not None:
+                    base = self._system.config([self._system.stack(parent, head.unbounded(store))])
+                    entry = (head, counts, base)
+                elif LAST_UNITS:
+                    head = last_unit_head(store, self._system.stack_top[sid])
+                    if head is not None:
+                        base = self._system.config([self._system.stack(parent, head.unbounded(store))])
+                        if (base, head.unit) in self._bases:
+                            entry = (head, self._unit_counts(head.unit), base)
             self._counted[cid] = entry
         if entry is None:
             return None

@@ -33,7 +33,7 @@ import numpy as np
 
 from .arrays import mask_to_bools, ranges, stable_order, unique
 from .masks import SPARSE_PACK, pack_ids
-from .terms import AND_K, HAS_POSS, HAS_SETOP, HAS_SYM, NOTHING, REPEAT_K, SEQ_K, TermStore, refine
+from .terms import AND_K, BYTES_K, HAS_POSS, HAS_SETOP, HAS_SYM, NOTHING, REPEAT_K, SEQ_K, TermStore, refine
 from .token_trie import TokenTrie
 
 #: Largest unit automaton this optimisation handles; bigger units use the ordinary walk.
@@ -89,6 +89,23 @@ def counted_head(store: TermStore, top: int) -> CountedHead | None:
                 return None
             return CountedHead(found.unit, found.lo, found.hi, found.rest, None, store.seq_list(parts))
     return None
+
+
+def last_unit_head(store: TermStore, top: int) -> CountedHead | None:
+    """``x rest`` with ``x`` a class of several bytes, read as ``x{1,1} rest``: the last unit of
+    a counted repetition (``[0-9a-f]{4}`` after three digits; the term store writes ``x{1,1}``
+    as ``x``). Its mask is its unbounded repetition's, filtered to tokens of one unit, like any
+    other count; the caller uses that only where the unbounded mask is already sorted (an
+    earlier count of the same repetition), since for a lone ``x`` the plain walk is cheaper.
+    The conditions of :func:`counted_head` hold wherever that sorted base exists: it was made
+    from a head with this unit and this rest."""
+    top = store.force(top)
+    if store.kind[top] != SEQ_K:
+        return None
+    x = store.force(store.a[top])  # type: ignore[arg-type]
+    if store.kind[x] != BYTES_K or store.b[x].bit_count() < 2:  # type: ignore[union-attr]
+        return None
+    return CountedHead(x, 1, 1, store.b[top])  # type: ignore[arg-type]
 
 
 def _split(store: TermStore, top: int) -> tuple[int, int]:
