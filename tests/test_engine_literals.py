@@ -155,7 +155,7 @@ def _choice_cases(vocab):  # type: ignore[no-untyped-def]
 def test_choice_walks_equal_stepping(vocab_name: str, budget: int, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     vocab = load_vocab(vocab_name)
     monkeypatch.setattr(table_mod, "CHOICE_NODES", budget)
-    walked = 0
+    walked = inner = 0
     for name, grammar, walks in _choice_cases(vocab):
         for toks in walks:
             on, off = Constraint.compile(grammar, vocab), Constraint.compile(grammar, vocab)
@@ -171,7 +171,9 @@ def test_choice_walks_equal_stepping(vocab_name: str, budget: int, monkeypatch) 
                 assert ok_on and ok_off
             assert s_on.is_accepting() and s_off.is_accepting()
             walked += sum(v is not None for v in on._table._choice.values())
+            inner += on._table.inner_choices
     assert walked > 0, "no choice was walked"
+    assert inner > 0 or budget < 64, "no choice was walked below the root of a walk"
 
 
 @pytest.mark.parametrize("name", ["enum", "tool_call", "gbnf"])
@@ -215,3 +217,29 @@ def test_choice_walks_on_random_word_sets(words: list[str], picks: list[int], mo
         assert s_on.commit_token(tok) and s_off.commit_token(tok)
         done += vocab.token_bytes(tok)
     assert s_on.is_accepting()
+
+
+def test_choices_inside_walks_on_pieces_that_return(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Choices met below the root of a walk (after ``,`` or ``[`` inside a token), in a
+    recursive grammar whose choices sit inside a callee: on a vocabulary of every byte and every
+    piece of two to six bytes of the documents (``,alps]]``, ``bet,[``: tokens that enter a
+    choice, leave it and return into the caller), every mask with the choice walks equals the
+    mask without them, and the matcher's."""
+    from structgen import Vocab
+
+    grammar = Grammar.from_gbnf(CHOICE_GBNF)
+    pieces = {doc[i : i + n] for doc in CHOICE_DOCS for n in range(2, 7) for i in range(len(doc) - n + 1)}
+    vocab = Vocab([bytes([b]) for b in range(256)] + sorted(pieces), eos_token_ids=[], special_token_ids=[])
+    inner = 0
+    for doc in CHOICE_DOCS:
+        on, off = Constraint.compile(grammar, vocab), Constraint.compile(grammar, vocab)
+        s_on, s_off = on.start(), off.start()
+        for i in range(len(doc)):
+            monkeypatch.setattr(table_mod, "CHOICE_WALKS", True)
+            m_on = s_on.mask()
+            monkeypatch.setattr(table_mod, "CHOICE_WALKS", False)
+            assert np.array_equal(m_on, s_off.mask()), doc[:i]
+            assert np.array_equal(m_on, reference_mask(grammar, vocab, doc[:i])), doc[:i]
+            assert s_on.commit_token(doc[i]) and s_off.commit_token(doc[i])
+        inner += on._table.inner_choices
+    assert inner > 0, "no choice was walked below the root of a walk"
