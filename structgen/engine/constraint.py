@@ -97,6 +97,9 @@ class Constraint:
         self._units: dict[tuple[int, int | None], UnitCounts | None] = {}
         self._automata: dict[int, UnitAutomaton | None] = {}
         self._bases: dict[tuple[int, int], Bases] = {}
+        #: (parent, unit, rest) -> the base configuration of ``x* rest`` over that parent, for
+        #: the repetitions whose sorted base exists: where their last unit finds it
+        self._sorted_repetitions: dict[tuple[int, int, int], int] = {}
         self._counted_words: dict[tuple[int, int, int, int], np.ndarray] = {}
         #: relative configuration -> its packed mask and exits (see ``_relative_words``)
         self._relative: dict[int, tuple[np.ndarray, dict[int, tuple[np.ndarray, np.ndarray]]]] = {}
@@ -380,8 +383,9 @@ class Constraint:
                 elif LAST_UNITS:
                     head = last_unit_head(store, self._system.stack_top[sid])
                     if head is not None:
-                        base = self._system.config([self._system.stack(parent, head.unbounded(store))])
-                        if (base, head.unit) in self._bases:
+                        # looked up, not made: most ``x rest`` tops are no repetition's last unit
+                        base = self._sorted_repetitions.get((parent, head.unit, head.rest))
+                        if base is not None:
                             entry = (head, self._unit_counts(head.unit), base)
             self._counted[cid] = entry
         if entry is None:
@@ -394,6 +398,10 @@ class Constraint:
             if region is not None:
                 sorted_base = (self._region_base(region, counts), sorted_base)
             self._bases[(base, head.unit)] = sorted_base
+            if head.partial is None and head.other is None:
+                self._sorted_repetitions[
+                    (self._system.stack_parent[self._system.configs[cid][0]], head.unit, head.rest)
+                ] = base
         return sorted_base, head, (base, head.unit) + filter_bounds(sorted_base, head)
 
     def _region_base(self, region: LoopRegion, counts: UnitCounts) -> CountedBase:
