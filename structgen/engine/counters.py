@@ -95,10 +95,10 @@ def last_unit_head(store: TermStore, top: int) -> CountedHead | None:
     """``x rest`` with ``x`` a class of several bytes, read as ``x{1,1} rest``: the last unit of
     a counted repetition (``[0-9a-f]{4}`` after three digits; the term store writes ``x{1,1}``
     as ``x``). Its mask is its unbounded repetition's, filtered to tokens of one unit, like any
-    other count; the caller uses that only where the unbounded mask is already sorted (an
-    earlier count of the same repetition), since for a lone ``x`` the plain walk is cheaper.
-    The conditions of :func:`counted_head` hold wherever that sorted base exists: it was made
-    from a head with this unit and this rest."""
+    other count. The caller uses that only where an earlier count of the same repetition (same
+    parent, unit and rest, no begun unit, no pattern beside the count) sorted the unbounded
+    mask: that head passed :func:`counted_head`'s conditions for this unit and rest, and for a
+    lone ``x`` the plain walk is cheaper than sorting a base for one count."""
     top = store.force(top)
     if store.kind[top] != SEQ_K:
         return None
