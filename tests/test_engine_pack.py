@@ -60,3 +60,22 @@ def test_counted_filter_words_equal_packed_filter_ids(case) -> None:  # type: ig
     for _ in range(2):  # the second time from the cached full masks
         got = filter_words(base, head, width)
         assert np.array_equal(got, masks.pack_ids(filter_ids(base, head), width))
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.integers(1, 5000).flatmap(
+        lambda w: st.tuples(
+            st.just(w),
+            st.lists(st.integers(0, w - 1), max_size=40),
+            st.lists(st.integers(0, w - 1), max_size=300),
+        )
+    )
+)
+def test_pack_ids_onto_sets_the_union(case: tuple[int, list[int], list[int]]) -> None:
+    """On a packed mask, the tiny (Python), sparse and dense paths all give the union of bits."""
+    width, base, more = case
+    words = masks.pack_ids(np.asarray(base, dtype=np.int64), width)
+    got = masks.pack_ids_onto(words, np.asarray(more, dtype=np.int32))
+    assert np.array_equal(got, _reference(base + more, width))
+    assert np.array_equal(words, _reference(base, width)), "the mask it started from is left alone"
