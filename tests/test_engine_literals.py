@@ -243,3 +243,91 @@ def test_choices_inside_walks_on_pieces_that_return(monkeypatch) -> None:  # typ
             assert s_on.commit_token(doc[i]) and s_off.commit_token(doc[i])
         inner += on._table.inner_choices
     assert inner > 0, "no choice was walked below the root of a walk"
+
+
+OPEN_SCHEMA = {
+    "type": "object",
+    "properties": {"name": {"type": "string"}, "tier": {"enum": ["gold", "silver"]}, "n": {"type": "integer"}},
+    "required": ["name"],
+}
+OPEN_DOCS = [b'{"name": "a", "tier": "gold", "n": 3}', b'{"name":"b","tier":"silver","other":[1,{"x":null}]}']
+
+
+@pytest.mark.parametrize("vocab_name", ["llama-bpe", "llama-spm"])
+def test_choice_walks_with_calls_further_on(vocab_name: str, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """An object that allows other keys holds calls (their values are any JSON) in the rest of
+    its document, so in the term of every configuration before it. A choice walk steps such a
+    term where no call can come first, as the configuration system does (its top's derivative
+    alone): along ``realistic_model``'s first instance and two documents of a small open object
+    (greedy and short tokens), masks equal those of the walk that keeps every term with a call
+    or a set operation out of choice walks (the rule before), and the matcher's where such a
+    choice is walked (Llama 2)."""
+    from structgen.engine.terms import HAS_POSS, HAS_SETOP, HAS_SYM
+
+    vocab = load_vocab(vocab_name)
+    grammar, text = _case("realistic_model")
+    cases = [(grammar, text), *((Grammar.from_json_schema(OPEN_SCHEMA), doc) for doc in OPEN_DOCS)]
+    walked = 0
+    for grammar, text in cases:
+        for toks in (greedy_tokens(vocab, text), _short_tokens(vocab, text)):
+            on, off = Constraint.compile(grammar, vocab), Constraint.compile(grammar, vocab)
+            s_on, s_off = on.start(), off.start()
+            for i, tok in enumerate(toks):
+                monkeypatch.setattr(table_mod, "CHOICE_EXCLUDES", HAS_POSS)
+                m_on = s_on.mask()
+                monkeypatch.setattr(table_mod, "CHOICE_EXCLUDES", HAS_SYM | HAS_POSS | HAS_SETOP)
+                assert np.array_equal(m_on, s_off.mask()), f"masks differ at step {i}"
+                assert s_on.commit_token(tok) and s_off.commit_token(tok)
+            store = on._machines.store
+            walked += sum(bool(store.flags[top] & HAS_SYM) for (_, top), ok in on._table._choosable.items() if ok)
+    assert walked > 0, "no choice with a call further on was walked"
+    if vocab_name == "llama-spm":
+        monkeypatch.setattr(table_mod, "CHOICE_EXCLUDES", HAS_POSS)
+        grammar = Grammar.from_json_schema(OPEN_SCHEMA)
+        checked = 0
+        for doc in OPEN_DOCS:
+            c = Constraint.compile(grammar, vocab)
+            checked += _masks_against_matcher(c, grammar, vocab, _short_tokens(vocab, doc), c._table._choice_of, 6)
+        assert checked > 0
+
+
+SETOP_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "a": {"enum": ["x", "yy"]},
+        "b": {"type": "string", "pattern": "^(alpha|alps|beta|bet)$", "not": {"pattern": "^alp"}},
+    },
+    "required": ["a", "b"],
+    "additionalProperties": False,
+}
+SETOP_DOCS = [b'{"a": "x", "b": "beta"}', b'{"a":"yy","b":"bet"}']
+
+
+def test_choice_walks_through_set_operations(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A value with ``not`` is a set operation in the term of every configuration before it,
+    and inside the value the choice itself derives through it: after ``"b": "`` the choice
+    ``alpha | alps | beta | bet`` less every word starting ``alp`` derives by ``a`` to a term
+    that is not NOTHING but has no sentence, which ``TermStore.deriv`` makes NOTHING. On a
+    vocabulary of every byte and every piece of two to six bytes of the documents, byte by
+    byte, every mask equals the matcher's and the walk's that keeps set operations out of
+    choice walks; some choice with a set operation in its term is walked."""
+    from structgen import Vocab
+    from structgen.engine.terms import HAS_POSS, HAS_SETOP, HAS_SYM
+
+    grammar = Grammar.from_json_schema(SETOP_SCHEMA)
+    pieces = {doc[i : i + n] for doc in SETOP_DOCS for n in range(2, 7) for i in range(len(doc) - n + 1)}
+    vocab = Vocab([bytes([b]) for b in range(256)] + sorted(pieces), eos_token_ids=[], special_token_ids=[])
+    walked = 0
+    for doc in SETOP_DOCS:
+        on, off = Constraint.compile(grammar, vocab), Constraint.compile(grammar, vocab)
+        s_on, s_off = on.start(), off.start()
+        for i in range(len(doc)):
+            monkeypatch.setattr(table_mod, "CHOICE_EXCLUDES", HAS_POSS)
+            m_on = s_on.mask()
+            assert np.array_equal(m_on, reference_mask(grammar, vocab, doc[:i])), doc[:i]
+            monkeypatch.setattr(table_mod, "CHOICE_EXCLUDES", HAS_SYM | HAS_POSS | HAS_SETOP)
+            assert np.array_equal(m_on, s_off.mask()), doc[:i]
+            assert s_on.commit_token(doc[i]) and s_off.commit_token(doc[i])
+        store = on._machines.store
+        walked += sum(bool(store.flags[top] & HAS_SETOP) for (_, top), ok in on._table._choosable.items() if ok)
+    assert walked > 0, "no choice with a set operation in its term was walked"

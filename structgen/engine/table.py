@@ -19,7 +19,8 @@ from ..grammar.utf8 import utf8_sequences
 from .arrays import mask_to_bools, ranges, unique, unique_inverse
 from .configs import DEAD, ConfigSystem
 from .loop_regions import MULTIBYTE_SLACK, LoopRegion, exits_by_level, loop_region, run_region
-from .terms import BYTES_K, HAS_POSS, HAS_SETOP, HAS_SYM, NOTHING, REPEAT_K, SEQ_K
+from .machines import is_call
+from .terms import BYTES_K, HAS_POSS, HAS_SYM, NOTHING, REPEAT_K, SEQ_K
 from .token_trie import LevelViews, TokenTrie
 
 UNKNOWN = -1
@@ -47,6 +48,12 @@ CHOICE_LIVE = 16
 #: ... and the choice walks of one mask visit at most this many trie nodes in all (then the
 #: walk goes on with configurations, as everywhere else).
 CHOICE_NODES = 64
+#: Term flags that keep a stack out of choice walks: greedy lexemes anywhere in its term. Calls
+#: keep it out where one can come first (``TermStore.first_syms``); a call further on (the value
+#: of a key an object allows besides its own, which is any JSON) is met by a later derivative,
+#: which is then no choice. Until 2026-12-01 any call or set operation anywhere kept a stack
+#: out (engine.md); tests put that back.
+CHOICE_EXCLUDES = HAS_POSS
 #: Whether a walk also follows the choices it meets below the root (after a string value's
 #: closing quote: the comma, the next key) by choice walks, within the same node budget, for
 #: configurations whose row is not known yet (a known row is a gather away). Tests switch it.
@@ -825,18 +832,23 @@ class TransitionTable:
 
     def _choosable_stack(self, parent: int, top: int) -> bool:
         """Whether the one stack ``(parent, top)`` is a choice among fixed bytes that steps by
-        ``top``'s derivative alone: no call, greedy lexeme or set operation (whose derivatives
-        need the configuration system's lookahead and emptiness checks), no return into the
+        ``top``'s derivative alone: no greedy lexeme (``CHOICE_EXCLUDES``), no call that can
+        come first (the configuration system's step would push it), no return into the
         caller, at most ``CHOICE_LIVE`` possible next bytes, each a byte class of its own (a
         digit class, a string body or a run is the other walks' business, and a lazy rule not
-        built yet counts as every byte)."""
+        built yet counts as every byte). With no call first and no return, the
+        configuration system steps the stack by ``TermStore.deriv`` of its top alone
+        (``ConfigSystem._step_stack``, ``_advance``), which makes a semantically empty
+        derivative NOTHING, so a set operation in the term needs nothing more; a call further
+        on counts as a completion, as there (machines that produce nothing are removed)."""
         key = (parent, top)
         r = self._choosable.get(key)
         if r is None:
             store = self.system.store
             live = store.first_bytes(top)
             r = (
-                not store.flags[top] & (HAS_SYM | HAS_POSS | HAS_SETOP)
+                not store.flags[top] & CHOICE_EXCLUDES
+                and not (store.flags[top] & HAS_SYM and any(is_call(s) for s in store.first_syms(top)))
                 and not (parent >= 0 and store.nullable[top])
                 and live.bit_count() <= CHOICE_LIVE
                 and all((part & live).bit_count() <= 1 for part in store.classes(top))
