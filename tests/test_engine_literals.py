@@ -133,6 +133,33 @@ def _masks_against_matcher(c, grammar, vocab, toks, where, most: int) -> int:  #
     return checked
 
 
+def _pieces_vocab(docs: list[bytes], sizes: tuple[int, ...] = (2, 3, 4, 5, 6)):  # type: ignore[no-untyped-def]
+    """A vocabulary of every byte and every piece of ``sizes`` bytes of ``docs``: tokens that
+    cross every boundary the documents have."""
+    from structgen import Vocab
+
+    pieces = {doc[i : i + n] for doc in docs for n in sizes for i in range(len(doc) - n + 1)}
+    return Vocab([bytes([b]) for b in range(256)] + sorted(pieces), eos_token_ids=[], special_token_ids=[])
+
+
+def _byte_by_byte(grammar, vocab, docs, monkeypatch, flag: str, on: object, off: object) -> list[Constraint]:  # type: ignore[no-untyped-def]
+    """Along each document byte by byte, the mask with ``table.<flag>`` = ``on`` equals the
+    matcher's and the mask of a second constraint with ``off``; returns the ``on`` constraints."""
+    done = []
+    for doc in docs:
+        c_on, c_off = Constraint.compile(grammar, vocab), Constraint.compile(grammar, vocab)
+        s_on, s_off = c_on.start(), c_off.start()
+        for i in range(len(doc)):
+            monkeypatch.setattr(table_mod, flag, on)
+            m_on = s_on.mask()
+            assert np.array_equal(m_on, reference_mask(grammar, vocab, doc[:i])), doc[:i]
+            monkeypatch.setattr(table_mod, flag, off)
+            assert np.array_equal(m_on, s_off.mask()), doc[:i]
+            assert s_on.commit_token(doc[i]) and s_off.commit_token(doc[i])
+        done.append(c_on)
+    return done
+
+
 CHOICE_GBNF = """
 root ::= "[" item ("," item)* "]"
 item ::= "alpha" | "alpine" | "alps" | "beta" | "bet" | "true" | root
@@ -197,13 +224,10 @@ def test_choice_walks_on_random_word_sets(words: list[str], picks: list[int], mo
     character, repeated in a list (a choice met again after each comma): on a vocabulary of
     every byte and every piece of up to four bytes of the document, masks with the choice walks
     equal those without, and the matcher's where a choice is walked."""
-    from structgen import Vocab
-
     alts = " | ".join(json.dumps(w, ensure_ascii=False) for w in words)
     grammar = Grammar.from_gbnf(f'root ::= "[" word ("," word)* "]"\nword ::= {alts}\n')
     doc = ("[" + ",".join(words[p % len(words)] for p in picks) + "]").encode()
-    pieces = {doc[i : i + n] for n in (2, 3, 4) for i in range(len(doc) - n + 1)}
-    vocab = Vocab([bytes([b]) for b in range(256)] + sorted(pieces), eos_token_ids=[], special_token_ids=[])
+    vocab = _pieces_vocab([doc], (2, 3, 4))
     on, off = Constraint.compile(grammar, vocab), Constraint.compile(grammar, vocab)
     s_on, s_off = on.start(), off.start()
     done = b""
@@ -225,23 +249,9 @@ def test_choices_inside_walks_on_pieces_that_return(monkeypatch) -> None:  # typ
     piece of two to six bytes of the documents (``,alps]]``, ``bet,[``: tokens that enter a
     choice, leave it and return into the caller), every mask with the choice walks equals the
     mask without them, and the matcher's."""
-    from structgen import Vocab
-
     grammar = Grammar.from_gbnf(CHOICE_GBNF)
-    pieces = {doc[i : i + n] for doc in CHOICE_DOCS for n in range(2, 7) for i in range(len(doc) - n + 1)}
-    vocab = Vocab([bytes([b]) for b in range(256)] + sorted(pieces), eos_token_ids=[], special_token_ids=[])
-    inner = 0
-    for doc in CHOICE_DOCS:
-        on, off = Constraint.compile(grammar, vocab), Constraint.compile(grammar, vocab)
-        s_on, s_off = on.start(), off.start()
-        for i in range(len(doc)):
-            monkeypatch.setattr(table_mod, "CHOICE_WALKS", True)
-            m_on = s_on.mask()
-            monkeypatch.setattr(table_mod, "CHOICE_WALKS", False)
-            assert np.array_equal(m_on, s_off.mask()), doc[:i]
-            assert np.array_equal(m_on, reference_mask(grammar, vocab, doc[:i])), doc[:i]
-            assert s_on.commit_token(doc[i]) and s_off.commit_token(doc[i])
-        inner += on._table.inner_choices
+    walked = _byte_by_byte(grammar, _pieces_vocab(CHOICE_DOCS), CHOICE_DOCS, monkeypatch, "CHOICE_WALKS", True, False)
+    inner = sum(c._table.inner_choices for c in walked)
     assert inner > 0, "no choice was walked below the root of a walk"
 
 
@@ -311,23 +321,14 @@ def test_choice_walks_through_set_operations(monkeypatch) -> None:  # type: igno
     vocabulary of every byte and every piece of two to six bytes of the documents, byte by
     byte, every mask equals the matcher's and the walk's that keeps set operations out of
     choice walks; some choice with a set operation in its term is walked."""
-    from structgen import Vocab
     from structgen.engine.terms import HAS_POSS, HAS_SETOP, HAS_SYM
 
     grammar = Grammar.from_json_schema(SETOP_SCHEMA)
-    pieces = {doc[i : i + n] for doc in SETOP_DOCS for n in range(2, 7) for i in range(len(doc) - n + 1)}
-    vocab = Vocab([bytes([b]) for b in range(256)] + sorted(pieces), eos_token_ids=[], special_token_ids=[])
+    vocab = _pieces_vocab(SETOP_DOCS)
     walked = 0
-    for doc in SETOP_DOCS:
-        on, off = Constraint.compile(grammar, vocab), Constraint.compile(grammar, vocab)
-        s_on, s_off = on.start(), off.start()
-        for i in range(len(doc)):
-            monkeypatch.setattr(table_mod, "CHOICE_EXCLUDES", HAS_POSS)
-            m_on = s_on.mask()
-            assert np.array_equal(m_on, reference_mask(grammar, vocab, doc[:i])), doc[:i]
-            monkeypatch.setattr(table_mod, "CHOICE_EXCLUDES", HAS_SYM | HAS_POSS | HAS_SETOP)
-            assert np.array_equal(m_on, s_off.mask()), doc[:i]
-            assert s_on.commit_token(doc[i]) and s_off.commit_token(doc[i])
-        store = on._machines.store
-        walked += sum(bool(store.flags[top] & HAS_SETOP) for (_, top), ok in on._table._choosable.items() if ok)
+    for c in _byte_by_byte(
+        grammar, vocab, SETOP_DOCS, monkeypatch, "CHOICE_EXCLUDES", HAS_POSS, HAS_SYM | HAS_POSS | HAS_SETOP
+    ):
+        store = c._machines.store
+        walked += sum(bool(store.flags[top] & HAS_SETOP) for (_, top), ok in c._table._choosable.items() if ok)
     assert walked > 0, "no choice with a set operation in its term was walked"
