@@ -188,3 +188,12 @@ def reference_mask(grammar: Grammar, vocab, prefix: bytes) -> np.ndarray:  # typ
         prev = tok
         assert m.position == base + fed
     return allowed
+
+
+def pieces_vocab(docs: list[bytes], sizes: tuple[int, ...] = (2, 3, 4, 5, 6)):  # type: ignore[no-untyped-def]
+    """A vocabulary of every byte and every piece of ``sizes`` bytes of ``docs``: tokens that
+    cross every boundary the documents have."""
+    from structgen import Vocab
+
+    pieces = {doc[i : i + n] for doc in docs for n in sizes for i in range(len(doc) - n + 1)}
+    return Vocab([bytes([b]) for b in range(256)] + sorted(pieces), eos_token_ids=[], special_token_ids=[])

@@ -16,7 +16,7 @@ import pathlib
 
 import numpy as np
 import pytest
-from engine_support import _text_index, greedy_tokens, load_vocab, reference_mask
+from engine_support import _text_index, greedy_tokens, load_vocab, pieces_vocab, reference_mask
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -133,15 +133,6 @@ def _masks_against_matcher(c, grammar, vocab, toks, where, most: int) -> int:  #
     return checked
 
 
-def _pieces_vocab(docs: list[bytes], sizes: tuple[int, ...] = (2, 3, 4, 5, 6)):  # type: ignore[no-untyped-def]
-    """A vocabulary of every byte and every piece of ``sizes`` bytes of ``docs``: tokens that
-    cross every boundary the documents have."""
-    from structgen import Vocab
-
-    pieces = {doc[i : i + n] for doc in docs for n in sizes for i in range(len(doc) - n + 1)}
-    return Vocab([bytes([b]) for b in range(256)] + sorted(pieces), eos_token_ids=[], special_token_ids=[])
-
-
 def _byte_by_byte(grammar, vocab, docs, monkeypatch, flag: str, on: object, off: object) -> list[Constraint]:  # type: ignore[no-untyped-def]
     """Along each document byte by byte, the mask with ``table.<flag>`` = ``on`` equals the
     matcher's and the mask of a second constraint with ``off``; returns the ``on`` constraints."""
@@ -227,7 +218,7 @@ def test_choice_walks_on_random_word_sets(words: list[str], picks: list[int], mo
     alts = " | ".join(json.dumps(w, ensure_ascii=False) for w in words)
     grammar = Grammar.from_gbnf(f'root ::= "[" word ("," word)* "]"\nword ::= {alts}\n')
     doc = ("[" + ",".join(words[p % len(words)] for p in picks) + "]").encode()
-    vocab = _pieces_vocab([doc], (2, 3, 4))
+    vocab = pieces_vocab([doc], (2, 3, 4))
     on, off = Constraint.compile(grammar, vocab), Constraint.compile(grammar, vocab)
     s_on, s_off = on.start(), off.start()
     done = b""
@@ -250,7 +241,7 @@ def test_choices_inside_walks_on_pieces_that_return(monkeypatch) -> None:  # typ
     choice, leave it and return into the caller), every mask with the choice walks equals the
     mask without them, and the matcher's."""
     grammar = Grammar.from_gbnf(CHOICE_GBNF)
-    walked = _byte_by_byte(grammar, _pieces_vocab(CHOICE_DOCS), CHOICE_DOCS, monkeypatch, "CHOICE_WALKS", True, False)
+    walked = _byte_by_byte(grammar, pieces_vocab(CHOICE_DOCS), CHOICE_DOCS, monkeypatch, "CHOICE_WALKS", True, False)
     inner = sum(c._table.inner_choices for c in walked)
     assert inner > 0, "no choice was walked below the root of a walk"
 
@@ -324,7 +315,7 @@ def test_choice_walks_through_set_operations(monkeypatch) -> None:  # type: igno
     from structgen.engine.terms import HAS_POSS, HAS_SETOP, HAS_SYM
 
     grammar = Grammar.from_json_schema(SETOP_SCHEMA)
-    vocab = _pieces_vocab(SETOP_DOCS)
+    vocab = pieces_vocab(SETOP_DOCS)
     walked = 0
     for c in _byte_by_byte(
         grammar, vocab, SETOP_DOCS, monkeypatch, "CHOICE_EXCLUDES", HAS_POSS, HAS_SYM | HAS_POSS | HAS_SETOP

@@ -1,6 +1,6 @@
 """The walk's shortcuts on schemas nobody here wrote: along valid MaskBench instances (the
 deterministic sample the benchmark uses), every mask with choice walks (at the root and inside
-walks, with calls further on) and last units equals the mask of the walk through
+walks, with calls further on), last units and splits before a word equals the mask of the walk through
 configurations. The shortcuts' own tests use crafted grammars; this one uses real ones."""
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ SCHEMAS = 25
 def _switch(monkeypatch, on: bool) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setattr(table_mod, "CHOICE_WALKS", on)
     monkeypatch.setattr(constraint_mod, "LAST_UNITS", on)
+    monkeypatch.setattr(constraint_mod, "SPINE_SPLIT", on)
 
 
 def test_shortcuts_equal_the_plain_walk_on_maskbench(corpora: pathlib.Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
@@ -37,7 +38,7 @@ def test_shortcuts_equal_the_plain_walk_on_maskbench(corpora: pathlib.Path, monk
     if not cases:
         pytest.skip("MaskBench archive not in the corpora")
     vocab = load_vocab("llama-bpe")
-    walked = steps = 0
+    walked = steps = split = 0
     for case in cases:
         try:
             grammar = Grammar.from_json_schema(case.schema)
@@ -58,4 +59,5 @@ def test_shortcuts_equal_the_plain_walk_on_maskbench(corpora: pathlib.Path, monk
                         break  # an instance the translator's departures refuse (keys out of order)
                     steps += 1
                 walked += on._table.inner_choices + sum(v is not None for v in on._table._choice.values())
-    assert steps > 1000 and walked > 0, (steps, walked)
+                split += sum(v is not None for v in on._spine.values())
+    assert steps > 1000 and walked > 0 and split > 0, (steps, walked, split)

@@ -43,6 +43,7 @@ from .loop_regions import LoopRegion
 from .machines import Machines, build_machines, token_symbol
 from .masks import pack_ids, pack_ids_onto, unpack, words_for
 from .table import TransitionTable
+from .terms import BYTES_K, HAS_POSS, SEQ_K
 from .trie_cache import token_trie_for
 
 #: Whether a configuration of one stack over a caller is walked over the hole (its walk shared
@@ -55,6 +56,20 @@ LITERAL_COMMITS = True
 #: mask from the repetition's sorted unbounded mask when an earlier count sorted it
 #: (``counters.last_unit_head``); off, it is walked. Tests switch it.
 LAST_UNITS = True
+#: Whether a configuration of one stack at the bottom, ``h R`` with ``R`` starting at a word (the
+#: next key of an object), is walked as ``h`` over the hole standing for ``R``
+#: (``Constraint._spine_split``); off, it is walked as it is. Tests switch it.
+SPINE_SPLIT = True
+#: a word: at least this many single fixed bytes in a row, each a letter, a digit or ``_``
+SPINE_WORD = 3
+_WORD_BYTES = sum(1 << c for c in b"0123456789_ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+#: how many elements of a top's sequence are looked at for a word
+SPINE_LOOK = 24
+#: a head with fewer elements that need a byte (`` "`` before a key) is not split: tokens after
+#: it reach the word at once, and its walk is a choice walk already
+SPINE_HEAD_ELEMENTS = 2
+#: a head whose first walk over the hole left more exit nodes than this is walked as it is
+SPINE_EXITS = 16
 
 if TYPE_CHECKING:
     from ..vocab import Vocab
@@ -101,6 +116,10 @@ class Constraint:
         #: the repetitions whose sorted base exists: where their last unit finds it
         self._sorted_repetitions: dict[tuple[int, int, int], int] = {}
         self._counted_words: dict[tuple[int, int, int, int], np.ndarray] = {}
+        #: top term -> (head, tail) of its split before the next word, or None (``_spine_split``)
+        self._spine: dict[int, tuple[int, int] | None] = {}
+        #: heads whose walk over the hole left too many exits: their tops are walked as they are
+        self._spine_refused: set[int] = set()
         #: relative configuration -> its packed mask and exits (see ``_relative_words``)
         self._relative: dict[int, tuple[np.ndarray, dict[int, tuple[np.ndarray, np.ndarray]]]] = {}
         self._clamp = CountClamp(system, lambda: byte_limits_for(vocab))
@@ -234,14 +253,25 @@ class Constraint:
         """For one stack over a caller, ``(P, t)`` with ``t`` unable to end at once: the packed
         mask of the walk from ``t`` over the hole (shared by every caller, so by every depth of
         a recursive document) and the tokens a walk from its exits adds, stepped from ``P``.
-        None where the configuration has another shape (walked as it is)."""
+        A stack at the bottom whose top ``h R`` reaches a word is walked the same way, as ``h``
+        over a frame holding ``R`` (``_spine_split``). None where the configuration has
+        another shape (walked as it is)."""
         system = self._system
         stacks = system.configs[cid]
         if len(stacks) != 1 or not RELATIVE_WALKS:
             return None
         sid = stacks[0]
         parent, top = system.stack_parent[sid], system.stack_top[sid]
-        if parent < 0 or self._machines.store.nullable[top]:
+        split = False
+        if parent < 0:
+            found_split = self._spine.get(top, False) if SPINE_SPLIT else None
+            if found_split is False:
+                found_split = self._spine_split(top)
+            if found_split is None or found_split[0] in self._spine_refused:
+                return None
+            # ``h R`` at the bottom is ``h`` over a frame holding ``R``: the same stack
+            top, parent, split = found_split[0], system.stack(parent, found_split[1]), True
+        elif self._machines.store.nullable[top]:
             return None
         rel = system.relative(top)
         found = self._relative.get(rel)
@@ -252,10 +282,50 @@ class Constraint:
             if len(self._relative) >= self.limits.max_cached_masks:
                 self._relative.pop(next(iter(self._relative)))
             found = self._relative[rel] = (words, exits)
+            if split and sum(nodes.size for nodes, _ in exits.values()) > SPINE_EXITS:
+                # tokens reach the tail from many nodes: every top with this head would walk
+                # them again from its own tail, more than its plain walk costs
+                self._spine_refused.add(top)
         words, exits = found
         if not exits:
             return words, np.zeros(0, dtype=np.int64)
         return words, self._table.walk_from(system.config([parent]), self._trie, exits)
+
+    def _spine_split(self, top: int) -> tuple[int, int] | None:
+        """``(h, R)`` where the top sequence ``e0 e1 ... R`` reaches a *word* (``SPINE_WORD``
+        letters, digits or ``_`` as single fixed bytes, after the first element): ``R`` starts
+        at the word, ``h`` is what comes before it. Inside a JSON object, ``h`` is a key's
+        closing quote, the colon, the value, the comma and the next key's quote, and ``R`` the
+        rest of the document from the next key's name on. Tokens rarely reach past ``h``, and
+        ``h`` is the same term after every key whose value has the same type, so its walk over
+        the hole is shared by all of them (a ``number`` value, a boolean, a string of the same
+        bounds). ``h`` must hold at least ``SPINE_HEAD_ELEMENTS`` elements that need a byte and
+        no greedy lexeme (whose end looks at ``R``'s first byte). None where there is no such
+        word (remembered per top)."""
+        store = self._machines.store
+        kind, a, b, nullable = store.kind, store.a, store.b, store.nullable
+        elements: list[int] = []
+        run = 0
+        t = top
+        found: tuple[int, int] | None = None
+        while kind[t] == SEQ_K and len(elements) < SPINE_LOOK:
+            e = a[t]
+            mask = b[e]
+            run = run + 1 if kind[e] == BYTES_K and mask & _WORD_BYTES and mask.bit_count() == 1 else 0  # type: ignore[operator,union-attr]
+            elements.append(e)
+            if run == SPINE_WORD:
+                cut = len(elements) - run
+                if cut and sum(not nullable[x] for x in elements[:cut]) >= SPINE_HEAD_ELEMENTS:
+                    head = store.seq_list(elements[:cut])
+                    if not store.flags[head] & HAS_POSS:
+                        tail = top
+                        for _ in range(cut):
+                            tail = b[tail]  # type: ignore[assignment]
+                        found = (head, tail)
+                break
+            t = b[t]  # type: ignore[assignment]
+        self._spine[top] = found
+        return found
 
     def _region_words(self, region: LoopRegion | None, ids: np.ndarray) -> np.ndarray:
         """The packed mask of ``ids``, on the region's packed mask where a walk started from one."""

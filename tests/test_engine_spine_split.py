@@ -1,0 +1,194 @@
+"""Splits before a word: a configuration of one stack at the bottom, ``h R`` with ``R`` starting at
+a word (an object's next key), is walked as ``h`` over the hole standing for ``R``, its exits
+stepped from a frame holding ``R`` (``Constraint._spine_split``). The walk of ``h`` is shared by
+every key whose value has the same type. The masks must be the ones the plain walk gives, and
+the byte-level matcher's; commits are not touched."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+
+import numpy as np
+import pytest
+from engine_support import greedy_tokens, load_vocab, pieces_vocab, reference_mask
+
+from structgen import Grammar
+from structgen.engine import Constraint
+from structgen.engine import constraint as constraint_mod
+from structgen.grammar import ir
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+def _schema(name: str) -> dict:
+    return json.loads((ROOT / "schemas" / f"{name}.json").read_text())
+
+
+def _instances(name: str, count: int) -> list[object]:
+    lines = (ROOT / "schemas" / "instances" / f"{name}.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines[:count]]
+
+
+def _texts(name: str, count: int) -> list[str]:
+    out = []
+    for value in _instances(name, count):
+        out.append(json.dumps(value))
+        out.append(json.dumps(value, separators=(",", ":"), ensure_ascii=False))
+    return out
+
+
+def _compare(grammar: Grammar, vocab, texts: list[str], monkeypatch) -> Constraint:  # type: ignore[no-untyped-def]
+    """Masks and commits with the split against without, along ``texts``; the constraint that
+    split. Both constraints live through all texts, so later texts meet shared heads."""
+    on, off = Constraint.compile(grammar, vocab), Constraint.compile(grammar, vocab)
+    for text in texts:
+        s_on, s_off = on.start(), off.start()
+        for i, tok in enumerate(greedy_tokens(vocab, text.encode())):
+            monkeypatch.setattr(constraint_mod, "SPINE_SPLIT", True)
+            m_on = s_on.mask_words().copy()
+            ok = s_on.commit_token(tok)
+            monkeypatch.setattr(constraint_mod, "SPINE_SPLIT", False)
+            assert np.array_equal(m_on, s_off.mask_words()), f"masks differ at token {i} of {text[:60]!r}"
+            assert ok and s_off.commit_token(tok)
+            assert s_on.is_accepting() == s_off.is_accepting()
+        assert s_on.is_accepting() and s_off.is_accepting()
+    return on
+
+
+@pytest.mark.parametrize("vocab_name", ["llama-bpe", "llama-spm"])
+@pytest.mark.parametrize("name", ["wide_object", "tool_call", "realistic_model", "constrained"])
+def test_splits_equal_the_plain_walk(name: str, vocab_name: str, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    vocab = load_vocab(vocab_name)
+    on = _compare(Grammar.from_json_schema(_schema(name)), vocab, _texts(name, 2), monkeypatch)
+    splits = [v for v in on._spine.values() if v is not None]
+    assert splits, "no top was split"
+    assert on._relative, "no walk over the hole was made"
+
+
+def test_heads_are_shared_by_keys_of_one_type() -> None:
+    """The head after each key of a ``number`` property is one term, so its walk over the hole
+    is made once: four such keys in a row add one relative walk, not four."""
+    vocab = load_vocab("llama-bpe")
+    schema = {
+        "type": "object",
+        "properties": {k: {"type": "number"} for k in ("alpha", "bravo", "charlie", "delta")},
+        "required": ["alpha", "bravo", "charlie", "delta"],
+        "additionalProperties": False,
+    }
+    c = Constraint.compile(Grammar.from_json_schema(schema), vocab)
+    state = c.start()
+    heads_at: dict[str, set[int]] = {}
+    text = json.dumps({"alpha": 1.5, "bravo": 2.5, "charlie": 3.5, "delta": 4.5})
+    done = b""
+    for tok in greedy_tokens(vocab, text.encode()):
+        state.mask_words()
+        for key in ("alpha", "bravo", "charlie"):
+            if done.endswith(f'"{key}'.encode()):
+                split = c._spine.get(c._system.stack_top[c._system.configs[state.config][0]])
+                assert split is not None, f"after {key!r}: no split"
+                heads_at.setdefault("after key", set()).add(split[0])
+        assert state.commit_token(tok)
+        done += vocab.token_bytes(tok)
+    assert len(heads_at["after key"]) == 1, "the keys' heads differ"
+
+
+def test_splits_equal_the_matcher() -> None:
+    """At every second step of an object whose values repeat their types, against the
+    byte-level matcher (Llama 2: byte tokens and pieces that cross the split)."""
+    vocab = load_vocab("llama-spm")
+    schema = {
+        "type": "object",
+        "properties": {
+            "first": {"type": "integer"},
+            "second": {"type": "integer"},
+            "third": {"type": "boolean"},
+            "fourth": {"type": "boolean"},
+            "fifth": {"type": "string", "maxLength": 5},
+            "sixth": {"type": "string", "maxLength": 5},
+        },
+        "required": ["first", "second", "third", "fourth"],
+    }
+    grammar = Grammar.from_json_schema(schema)
+    c = Constraint.compile(grammar, vocab)
+    text = json.dumps({"first": 12, "second": -3, "third": True, "fourth": False, "fifth": "ab", "sixth": "x"})
+    state = c.start()
+    done = b""
+    for i, tok in enumerate(greedy_tokens(vocab, text.encode())):
+        if i % 2 == 0:
+            assert np.array_equal(state.mask(), reference_mask(grammar, vocab, done)), f"after {done!r}"
+        assert state.commit_token(tok)
+        done += vocab.token_bytes(tok)
+    assert any(v is not None for v in c._spine.values())
+
+
+PIECES_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "abc": {"type": "integer"},
+        "cde": {"type": "integer"},
+        "efg": {"type": "boolean"},
+        "hij": {"type": "boolean"},
+        "klm": {"type": "string", "maxLength": 3},
+        "nop": {"type": "string", "maxLength": 3},
+    },
+    "required": ["abc", "cde", "efg", "hij"],
+    "additionalProperties": False,
+}
+PIECES_DOCS = [
+    b'{"abc": 12, "cde": 3, "efg": true, "hij": false, "klm": "x", "nop": ""}',
+    b'{"abc":-4,"cde":56,"efg":false,"hij":true,"nop":"yz"}',
+]
+
+
+def test_splits_with_tokens_that_cross_into_the_word(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """On a vocabulary of every byte and every piece of two to eight bytes of the documents
+    (``1, "cd``, ``": fa``, ``,"nop"``: tokens that leave the head and read the next key), byte
+    by byte, against the plain walk and the matcher. Heads are shared across the keys of one
+    type, so their exits are stepped from tails they were not first walked with."""
+    grammar = Grammar.from_json_schema(PIECES_SCHEMA)
+    vocab = pieces_vocab(PIECES_DOCS, (2, 3, 4, 5, 6, 7, 8))
+    on, off = Constraint.compile(grammar, vocab), Constraint.compile(grammar, vocab)
+    for doc in PIECES_DOCS:
+        s_on, s_off = on.start(), off.start()
+        for i in range(len(doc)):
+            monkeypatch.setattr(constraint_mod, "SPINE_SPLIT", True)
+            m_on = s_on.mask()
+            assert np.array_equal(m_on, reference_mask(grammar, vocab, doc[:i])), doc[:i]
+            monkeypatch.setattr(constraint_mod, "SPINE_SPLIT", False)
+            assert np.array_equal(m_on, s_off.mask()), doc[:i]
+            assert s_on.commit_token(doc[i]) and s_off.commit_token(doc[i])
+    assert any(e for _, e in on._relative.values()), "no walk over the hole left an exit"
+    splits = [v for v in on._spine.values() if v is not None]
+    assert len({head for head, _ in splits}) < len(splits), "no head was shared"
+
+
+def test_heads_with_many_exits_are_refused(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A head whose walk over the hole leaves more exits than ``SPINE_EXITS`` is walked as it is
+    from then on; with the threshold at 0 every head with an exit is refused, and the masks stay
+    those of the plain walk."""
+    monkeypatch.setattr(constraint_mod, "SPINE_EXITS", 0)
+    vocab = load_vocab("llama-bpe")  # tokens such as ``":"`` and ``", "`` cross into keys
+    on = _compare(Grammar.from_json_schema(_schema("wide_object")), vocab, _texts("wide_object", 2), monkeypatch)
+    assert on._spine_refused, "no head left an exit"
+
+
+def test_greedy_heads_are_not_split() -> None:
+    """A greedy lexeme before the word may end only where the word's first byte cannot extend
+    it: the split would decide that without the word. Such a top is not split, and the masks
+    equal the matcher's."""
+    vocab = load_vocab("llama-spm")
+    word = ir.Lexeme(ir.plus(ir.char((97, 122))))
+    grammar = Grammar(
+        {"root": ir.seq(ir.lit("("), word, ir.lit(")"), ir.lit(" "), ir.lit("end"), ir.star(ir.lit("!")))},
+        "root",
+    )
+    c = Constraint.compile(grammar, vocab)
+    state = c.start()
+    done = b""
+    for tok in greedy_tokens(vocab, b"(abc) end!!"):
+        assert np.array_equal(state.mask(), reference_mask(grammar, vocab, done)), f"after {done!r}"
+        assert state.commit_token(tok)
+        done += vocab.token_bytes(tok)
+    top = c._system.stack_top[c._system.configs[c.start_config][0]]
+    assert c._spine.get(top) is None
