@@ -792,7 +792,10 @@ class TransitionTable:
                         after = system.config([system.stack(system.stack_parent[stacks[0]], tail)])  # type: ignore[arg-type]
                         self._grow()
                         mask = store.b[unit]
-                        unit_bytes = np.flatnonzero(mask_to_bools(mask)).tolist()  # type: ignore[arg-type]
+                        # only the unit's bytes ``after`` may read need a step: the bound from its
+                        # terms leaves out the rest without a derivative (a key's quote after a gap)
+                        maybe = mask & system.first_bytes_bound(after)  # type: ignore[operator]
+                        unit_bytes = np.flatnonzero(mask_to_bools(maybe)).tolist() if maybe else []
                         if all(self.step(after, b) == DEAD for b in unit_bytes):
                             found = (mask, store.b[head][1], after)  # type: ignore[assignment,index]
         self._runs[cid] = found
