@@ -129,23 +129,22 @@ PIECES_SCHEMA = {
         "cde": {"type": "integer"},
         "efg": {"type": "boolean"},
         "hij": {"type": "boolean"},
-        "klm": {"type": "string", "maxLength": 3},
+        "klm": {"type": "string", "pattern": "^[a-z]{1,3}$"},
         "nop": {"type": "string", "maxLength": 3},
+        "qrs": {"type": "string", "pattern": "^[a-z]{1,3}$"},
     },
-    "required": ["abc", "cde", "efg", "hij"],
+    "required": ["abc", "cde", "efg", "hij", "klm", "nop", "qrs"],
     "additionalProperties": False,
 }
 PIECES_DOCS = [
-    b'{"abc": 12, "cde": 3, "efg": true, "hij": false, "klm": "x", "nop": ""}',
-    b'{"abc":-4,"cde":56,"efg":false,"hij":true,"nop":"yz"}',
+    b'{"abc": 12, "cde": 3, "efg": true, "hij": false, "klm": "xy", "nop": "", "qrs": "z"}',
+    b'{"abc":-4,"cde":56,"efg":false,"hij":true,"klm":"ab","nop":"q","qrs":"c"}',
 ]
 
 
-def test_splits_with_tokens_that_cross_into_the_word(monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    """On a vocabulary of every byte and every piece of two to eight bytes of the documents
-    (``1, "cd``, ``": fa``, ``,"nop"``: tokens that leave the head and read the next key), byte
-    by byte, against the plain walk and the matcher. Heads are shared across the keys of one
-    type, so their exits are stepped from tails they were not first walked with."""
+def _byte_by_byte(monkeypatch) -> Constraint:  # type: ignore[no-untyped-def]
+    """``PIECES_DOCS`` byte by byte on a vocabulary of every byte and every piece of two to
+    eight bytes of them, with the split against the plain walk and the matcher."""
     grammar = Grammar.from_json_schema(PIECES_SCHEMA)
     vocab = pieces_vocab(PIECES_DOCS, (2, 3, 4, 5, 6, 7, 8))
     on, off = Constraint.compile(grammar, vocab), Constraint.compile(grammar, vocab)
@@ -158,19 +157,25 @@ def test_splits_with_tokens_that_cross_into_the_word(monkeypatch) -> None:  # ty
             monkeypatch.setattr(constraint_mod, "SPINE_SPLIT", False)
             assert np.array_equal(m_on, s_off.mask()), doc[:i]
             assert s_on.commit_token(doc[i]) and s_off.commit_token(doc[i])
+    return on
+
+
+def test_splits_with_tokens_that_cross_into_the_word(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Tokens such as ``1, "cd``, ``": fa`` and ``,"nop"`` leave the head and read the next key:
+    their exits are stepped from the tail. Heads are shared across the keys of one type, so
+    exits are stepped from tails they were not first walked with."""
+    on = _byte_by_byte(monkeypatch)
     assert any(e for _, e in on._relative.values()), "no walk over the hole left an exit"
     splits = [v for v in on._spine.values() if v is not None]
     assert len({head for head, _ in splits}) < len(splits), "no head was shared"
 
 
 def test_heads_with_many_exits_are_refused(monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    """A head whose walk over the hole leaves more exits than ``SPINE_EXITS`` is walked as it is
-    from then on; with the threshold at 0 every head with an exit is refused, and the masks stay
-    those of the plain walk."""
+    """A head whose first walk over the hole leaves more live exits than ``SPINE_EXITS`` is
+    walked as it is from then on; with the threshold at 0 every head with a live exit is
+    refused, and the masks stay the plain walk's and the matcher's."""
     monkeypatch.setattr(constraint_mod, "SPINE_EXITS", 0)
-    vocab = load_vocab("llama-bpe")  # tokens such as ``":"`` and ``", "`` cross into keys
-    on = _compare(Grammar.from_json_schema(_schema("wide_object")), vocab, _texts("wide_object", 2), monkeypatch)
-    assert on._spine_refused, "no head left an exit"
+    assert _byte_by_byte(monkeypatch)._spine_refused, "no head left a live exit"
 
 
 def test_greedy_heads_are_not_split() -> None:
@@ -192,3 +197,27 @@ def test_greedy_heads_are_not_split() -> None:
         done += vocab.token_bytes(tok)
     top = c._system.stack_top[c._system.configs[c.start_config][0]]
     assert c._spine.get(top) is None
+
+
+def test_counted_bases_are_shared(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A counted string at the bottom (``pattern: ^[A-Z]{3}$``, ``maxLength``) sorts its
+    unbounded mask once per head, not once per key: the second key of the same type finds the
+    base sorted by the first (``Constraint._shared_base``), and its masks are the plain walk's."""
+    schema = {
+        "type": "object",
+        "properties": {
+            "origin": {"type": "string", "pattern": "^[A-Z]{3}$"},
+            "destination": {"type": "string", "pattern": "^[A-Z]{3}$"},
+            "comment": {"type": "string", "maxLength": 40},
+            "remark": {"type": "string", "maxLength": 40},
+        },
+        "required": ["origin", "destination", "comment", "remark"],
+        "additionalProperties": False,
+    }
+    value = {"origin": "SFO", "destination": "NRT", "comment": "window seat", "remark": "über"}
+    texts = [json.dumps(value), json.dumps(value, separators=(",", ":"), ensure_ascii=False)]
+    on = _compare(Grammar.from_json_schema(schema), load_vocab("llama-bpe"), texts, monkeypatch)
+    shared = [key for key in on._bases if key[0] in on._base_exits]
+    assert len(shared) >= 2, "no counted base was sorted over the hole"
+    real_bases = {entry[2] for entry in on._counted.values() if entry is not None}
+    assert len(on._bases) < len(real_bases), "no base was shared"

@@ -120,6 +120,8 @@ class Constraint:
         self._spine: dict[int, tuple[int, int] | None] = {}
         #: heads whose walk over the hole left too many exits: their tops are walked as they are
         self._spine_refused: set[int] = set()
+        #: relative configuration of a split counted base -> the exits of its walk
+        self._base_exits: dict[int, dict[int, tuple[np.ndarray, np.ndarray]]] = {}
         #: relative configuration -> its packed mask and exits (see ``_relative_words``)
         self._relative: dict[int, tuple[np.ndarray, dict[int, tuple[np.ndarray, np.ndarray]]]] = {}
         self._clamp = CountClamp(system, lambda: byte_limits_for(vocab))
@@ -282,14 +284,20 @@ class Constraint:
             if len(self._relative) >= self.limits.max_cached_masks:
                 self._relative.pop(next(iter(self._relative)))
             found = self._relative[rel] = (words, exits)
-            if split and sum(nodes.size for nodes, _ in exits.values()) > SPINE_EXITS:
+            first = True
+        else:
+            first = False
+        words, exits = found
+        if exits:
+            tail = system.config([parent])
+            exits = self._exits_into(exits, tail)
+            if first and split and sum(nodes.size for nodes, _ in exits.values()) > SPINE_EXITS:
                 # tokens reach the tail from many nodes: every top with this head would walk
                 # them again from its own tail, more than its plain walk costs
                 self._spine_refused.add(top)
-        words, exits = found
         if not exits:
             return words, np.zeros(0, dtype=np.int64)
-        return words, self._table.walk_from(system.config([parent]), self._trie, exits)
+        return words, self._table.walk_from(tail, self._trie, exits)
 
     def _spine_split(self, top: int) -> tuple[int, int] | None:
         """``(h, R)`` where the top sequence ``e0 e1 ... R`` reaches a *word* (``SPINE_WORD``
@@ -463,7 +471,27 @@ class Constraint:
         head, counts, base = entry
         sorted_base = self._bases.get((base, head.unit))
         if sorted_base is None:
-            region, ids = self._table.walk_parts(base, self._trie)
+            walked: tuple[LoopRegion | None, np.ndarray] | None = None
+            shared = self._shared_base(base)
+            if shared is not None:
+                rel, tail = shared
+                exits = self._base_exits.get(rel)
+                if exits is None:
+                    region, ids, exits = self._table.walk_relative(rel, self._trie)
+                    self._base_exits[rel] = exits
+                    walked = (region, ids)
+                if not self._exits_into(exits, tail):
+                    # no token reaches the word: the head's tokens are the base's, and every
+                    # key whose value has that type shares them and their filtered masks
+                    base = rel
+                    sorted_base = self._bases.get((rel, head.unit))
+                    if sorted_base is None and walked is None:
+                        region, ids, _ = self._table.walk_relative(rel, self._trie)
+                        walked = (region, ids)
+                else:
+                    walked = None  # the base's own walk, from the root (a relative one is not it)
+        if sorted_base is None:
+            region, ids = walked if walked is not None else self._table.walk_parts(base, self._trie)
             sorted_base = counted_base(ids, counts)
             if region is not None:
                 sorted_base = (self._region_base(region, counts), sorted_base)
@@ -473,6 +501,40 @@ class Constraint:
                     (self._system.stack_parent[self._system.configs[cid][0]], head.unit, head.rest)
                 ] = base
         return sorted_base, head, (base, head.unit) + filter_bounds(sorted_base, head)
+
+    def _shared_base(self, base: int) -> tuple[int, int] | None:
+        """For the base configuration of a counted repetition at the bottom, ``x* h' R`` split
+        before the word ``R`` starts with (``_spine_split``): the relative configuration of its
+        head and the configuration of ``R``. The head's walk over the hole gives the base's
+        tokens where none of its exits is a byte ``R`` can read. None where the base has no
+        split."""
+        system = self._system
+        stacks = system.configs[base]
+        if len(stacks) != 1 or not (SPINE_SPLIT and RELATIVE_WALKS) or system.stack_parent[stacks[0]] >= 0:
+            return None
+        top = system.stack_top[stacks[0]]
+        split = self._spine.get(top, False)
+        if split is False:
+            split = self._spine_split(top)
+        if split is None:
+            return None
+        return system.relative(split[0]), system.config([system.stack(-1, split[1])])
+
+    def _exits_into(
+        self, exits: dict[int, tuple[np.ndarray, np.ndarray]], cid: int
+    ) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+        """The exits of a walk over the hole whose byte ``cid`` (what the hole stands for) may
+        read, by the bound from its terms (``ConfigSystem.first_bytes_bound``): the others
+        lead nowhere, and a split before a word has many (``","#``)."""
+        bound = self._system.first_bytes_bound(cid)
+        out = {}
+        for k, (nodes, byts) in exits.items():
+            keep = [i for i, b in enumerate(byts.tolist()) if bound >> b & 1]
+            if len(keep) == len(byts):
+                out[k] = (nodes, byts)
+            elif keep:
+                out[k] = (nodes[keep], byts[keep])
+        return out
 
     def _region_base(self, region: LoopRegion, counts: UnitCounts) -> CountedBase:
         """The tokens of a loop region sorted by ``counts``, kept on the region: every counted
