@@ -210,14 +210,26 @@ def test_counted_bases_are_shared(monkeypatch) -> None:  # type: ignore[no-untyp
             "destination": {"type": "string", "pattern": "^[A-Z]{3}$"},
             "comment": {"type": "string", "maxLength": 40},
             "remark": {"type": "string", "maxLength": 40},
+            "first_id": {"type": "string", "format": "uuid"},
+            "second_id": {"type": "string", "format": "uuid"},
         },
-        "required": ["origin", "destination", "comment", "remark"],
+        "required": ["origin", "destination", "comment", "remark", "first_id", "second_id"],
         "additionalProperties": False,
     }
-    value = {"origin": "SFO", "destination": "NRT", "comment": "window seat", "remark": "über"}
+    value = {
+        "origin": "SFO",
+        "destination": "NRT",
+        "comment": "window seat",
+        "remark": "über",
+        "first_id": "1c6e3a52-9f7b-4d8e-a1b2-c3d4e5f60718",
+        "second_id": "9b2e6c1a-4f3d-4a5b-8c7d-0e1f2a3b4c5d",
+    }
     texts = [json.dumps(value), json.dumps(value, separators=(",", ":"), ensure_ascii=False)]
     on = _compare(Grammar.from_json_schema(schema), load_vocab("llama-bpe"), texts, monkeypatch)
     shared = [key for key in on._bases if key[0] in on._base_exits]
     assert len(shared) >= 2, "no counted base was sorted over the hole"
     real_bases = {entry[2] for entry in on._counted.values() if entry is not None}
     assert len(on._bases) < len(real_bases), "no base was shared"
+    # the second UUID's last units find the bases its first counts shared, as the first's do
+    shared_last = [base for base in on._sorted_repetitions.values() if base in on._base_exits]
+    assert len(shared_last) > len(set(shared_last)), "no shared base was found by a second key's last units"

@@ -490,13 +490,14 @@ class Constraint:
                         walked = (region, ids)
                 else:
                     walked = None  # the base's own walk, from the root (a relative one is not it)
-        if sorted_base is None:
-            region, ids = walked if walked is not None else self._table.walk_parts(base, self._trie)
-            sorted_base = counted_base(ids, counts)
-            if region is not None:
-                sorted_base = (self._region_base(region, counts), sorted_base)
-            self._bases[(base, head.unit)] = sorted_base
+            if sorted_base is None:
+                region, ids = walked if walked is not None else self._table.walk_parts(base, self._trie)
+                sorted_base = counted_base(ids, counts)
+                if region is not None:
+                    sorted_base = (self._region_base(region, counts), sorted_base)
+                self._bases[(base, head.unit)] = sorted_base
             if head.partial is None and head.other is None:
+                # where this repetition's last unit finds it (a base shared over the hole too)
                 self._sorted_repetitions[
                     (self._system.stack_parent[self._system.configs[cid][0]], head.unit, head.rest)
                 ] = base
