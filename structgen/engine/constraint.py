@@ -68,7 +68,8 @@ SPINE_LOOK = 24
 #: a head with fewer elements that need a byte (`` "`` before a key) is not split: tokens after
 #: it reach the word at once, and its walk is a choice walk already
 SPINE_HEAD_ELEMENTS = 2
-#: a head whose first walk over the hole left more exit nodes than this is walked as it is
+#: a head whose first walk over the hole left more live exit nodes than this (exits whose byte
+#: the tail may read) is walked as it is from then on
 SPINE_EXITS = 16
 
 if TYPE_CHECKING:
@@ -400,9 +401,11 @@ class Constraint:
         if self._atom_ids or self._counted_base(cid) is None:
             return None
         head, _, base = self._counted[cid]  # type: ignore[misc]
-        if head.lo > 0 or base == cid:
+        if head.lo > 0 or base == cid or base in self._base_exits:
             # units still required: the shortest completion depends on the count; or the
-            # configuration is its own unbounded one (a pattern with a length bound, lifted)
+            # configuration is its own unbounded one (a pattern with a length bound, lifted);
+            # or the base is a head over the hole (a last unit's), whose completions are not
+            # the document's
             return None
         ids, need = self._after(base)
         allowed = unpack(self.mask_words(cid), self._width)
@@ -511,15 +514,17 @@ class Constraint:
         split."""
         system = self._system
         stacks = system.configs[base]
-        if len(stacks) != 1 or not (SPINE_SPLIT and RELATIVE_WALKS) or system.stack_parent[stacks[0]] >= 0:
+        if len(stacks) != 1 or not (SPINE_SPLIT and RELATIVE_WALKS):
             return None
-        top = system.stack_top[stacks[0]]
+        parent, top = system.stack_parent[stacks[0]], system.stack_top[stacks[0]]
+        if parent >= 0:
+            return None
         split = self._spine.get(top, False)
         if split is False:
             split = self._spine_split(top)
         if split is None:
             return None
-        return system.relative(split[0]), system.config([system.stack(-1, split[1])])
+        return system.relative(split[0]), system.config([system.stack(parent, split[1])])
 
     def _exits_into(
         self, exits: dict[int, tuple[np.ndarray, np.ndarray]], cid: int
