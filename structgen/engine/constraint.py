@@ -18,7 +18,7 @@ import numpy as np
 from ..errors import ConstraintError, GrammarError, LimitError
 from ..grammar import ir
 from ..grammar.grammar import Grammar
-from .arrays import unique_inverse
+from .arrays import mask_to_bools, unique_inverse
 from .budget_bound import CompletionBound
 from .configs import DEAD, ConfigSystem
 from .count_clamp import CountClamp, byte_limits_for
@@ -65,9 +65,10 @@ SPINE_WORD = 3
 _WORD_BYTES = sum(1 << c for c in b"0123456789_ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
 #: how many elements of a top's sequence are looked at for a word
 SPINE_LOOK = 24
-#: a head with fewer elements that need a byte (`` "`` before a key) is not split: tokens after
-#: it reach the word at once, and its walk is a choice walk already
-SPINE_HEAD_ELEMENTS = 2
+#: a head with fewer elements that need a byte is not split (1: the gap and quote before a
+#: key, `` "``, is split too; its exits are many, but filtered by the key's first letter
+#: once per letter, few are left)
+SPINE_HEAD_ELEMENTS = 1
 #: a head whose first walk over the hole left more live exit nodes than this (exits whose byte
 #: the tail may read) is walked as it is from then on
 SPINE_EXITS = 16
@@ -121,6 +122,8 @@ class Constraint:
         self._spine: dict[int, tuple[int, int] | None] = {}
         #: heads whose walk over the hole left too many exits: their tops are walked as they are
         self._spine_refused: set[int] = set()
+        #: (id of a walk's exits, first-byte bound of a tail) -> (those exits, the ones it reads)
+        self._filtered_exits: dict[tuple[int, int], tuple[object, dict[int, tuple[np.ndarray, np.ndarray]]]] = {}
         #: relative configuration of a split counted base -> the exits of its walk
         self._base_exits: dict[int, dict[int, tuple[np.ndarray, np.ndarray]]] = {}
         #: relative configuration -> its packed mask and exits (see ``_relative_words``)
@@ -531,15 +534,24 @@ class Constraint:
     ) -> dict[int, tuple[np.ndarray, np.ndarray]]:
         """The exits of a walk over the hole whose byte ``cid`` (what the hole stands for) may
         read, by the bound from its terms (``ConfigSystem.first_bytes_bound``): the others
-        lead nowhere, and a split before a word has many (``","#``)."""
+        lead nowhere, and a split before a word has many (``","#``). Remembered per (exits,
+        bound): the keys that start with the same letter share the filtered exits."""
         bound = self._system.first_bytes_bound(cid)
+        key = (id(exits), bound)
+        found = self._filtered_exits.get(key)
+        if found is not None and found[0] is exits:
+            return found[1]
+        bits = mask_to_bools(bound)
         out = {}
         for k, (nodes, byts) in exits.items():
-            keep = [i for i, b in enumerate(byts.tolist()) if bound >> b & 1]
-            if len(keep) == len(byts):
+            keep = bits[byts]
+            if keep.all():
                 out[k] = (nodes, byts)
-            elif keep:
+            elif keep.any():
                 out[k] = (nodes[keep], byts[keep])
+        if len(self._filtered_exits) >= self.limits.max_cached_masks:
+            self._filtered_exits.pop(next(iter(self._filtered_exits)))
+        self._filtered_exits[key] = (exits, out)
         return out
 
     def _region_base(self, region: LoopRegion, counts: UnitCounts) -> CountedBase:
