@@ -109,9 +109,10 @@ class TransitionTable:
         self._sparse: dict[int, tuple[int, ...] | None] = {}
         self._runs: dict[int, tuple[int, int | None, int] | None] = {}
         self._regions: dict[int, LoopRegion | None] = {}
-        #: during a relative walk (:meth:`walk_relative`): the ``(level, node)`` pairs where a
-        #: return into the hole happened; None otherwise
-        self._exits_met: list[tuple[int, int]] | None = None
+        #: during a relative walk (:meth:`walk_relative`): ``(level, node)`` pairs where a return
+        #: into the hole happened, a node an int (a Python level) or an array of them (a numpy
+        #: level: the children of ``"`` after a key's quote are hundreds); None otherwise
+        self._exits_met: list[tuple[int, int | np.ndarray]] | None = None
         #: configuration -> the same without the exit mark (itself where it has none)
         self._unmarked: dict[int, int] = {}
         self._literal: dict[int, tuple[bytes, tuple[int, ...], int] | None] = {}
@@ -337,12 +338,18 @@ class TransitionTable:
             region, ids, _, _ = self._walk(cid, trie, with_ends=False, split=True)
         finally:
             self._exits_met = None
-        by_level: dict[int, list[int]] = {}
+        by_level: dict[int, list[np.ndarray]] = {}
+        singles: dict[int, list[int]] = {}
         for k, node in met:
-            by_level.setdefault(k, []).append(node)
+            if isinstance(node, np.ndarray):
+                by_level.setdefault(k, []).append(node)
+            else:
+                singles.setdefault(k, []).append(node)
+        for k, nodes in singles.items():
+            by_level.setdefault(k, []).append(np.asarray(nodes, dtype=np.int64))
         exits = {}
-        for k, nodes in sorted(by_level.items()):
-            arr = np.asarray(nodes, dtype=np.int64)
+        for k, parts in sorted(by_level.items()):
+            arr = parts[0].astype(np.int64, copy=False) if len(parts) == 1 else np.concatenate(parts).astype(np.int64)
             exits[k] = (arr, trie.level_byte[k][arr])
         return region, ids, exits
 
@@ -591,7 +598,7 @@ class TransitionTable:
             marked = [u for u in unique(states).tolist() if self._unmark(u) != u]
             if marked:
                 at = np.isin(states, marked)
-                self._exits_met.extend((k, n) for n in nodes[at].tolist())
+                self._exits_met.append((k, nodes[at]))
                 states = states.copy()
                 for u in marked:
                     states[states == u] = self._unmark(u)
