@@ -197,3 +197,15 @@ def pieces_vocab(docs: list[bytes], sizes: tuple[int, ...] = (2, 3, 4, 5, 6)):  
 
     pieces = {doc[i : i + n] for doc in docs for n in sizes for i in range(len(doc) - n + 1)}
     return Vocab([bytes([b]) for b in range(256)] + sorted(pieces), eos_token_ids=[], special_token_ids=[])
+
+
+def walk_against_matcher(c, grammar: Grammar, vocab, text: bytes, every: int = 1, first: int = 0) -> None:  # type: ignore[no-untyped-def]
+    """Along ``text``'s greedy tokens from ``c``'s start, the mask equals the matcher's at steps
+    ``first``, ``first + every``, ...; every token is committed."""
+    state = c.start()
+    done = b""
+    for i, tok in enumerate(greedy_tokens(vocab, text)):
+        if i % every == first:
+            assert np.array_equal(state.mask(), reference_mask(grammar, vocab, done)), f"after {done!r}"
+        assert state.commit_token(tok)
+        done += vocab.token_bytes(tok)

@@ -11,7 +11,7 @@ import pathlib
 
 import numpy as np
 import pytest
-from engine_support import greedy_tokens, json_grammar, load_vocab, reference_mask
+from engine_support import greedy_tokens, json_grammar, load_vocab, walk_against_matcher
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -101,14 +101,7 @@ def test_relative_walks_equal_the_matcher(name: str) -> None:
     vocab = load_vocab("llama-spm")
     make, text = GRAMMARS[name]
     grammar = make()
-    c = Constraint.compile(grammar, vocab)
-    state = c.start()
-    done = b""
-    for i, tok in enumerate(greedy_tokens(vocab, text.encode())):
-        if i % 3 == 1:
-            assert np.array_equal(state.mask(), reference_mask(grammar, vocab, done)), f"{name} after {done!r}"
-        assert state.commit_token(tok)
-        done += vocab.token_bytes(tok)
+    walk_against_matcher(Constraint.compile(grammar, vocab), grammar, vocab, text.encode(), every=3, first=1)
 
 
 _JSON = st.recursive(

@@ -11,7 +11,7 @@ import pathlib
 
 import numpy as np
 import pytest
-from engine_support import greedy_tokens, load_vocab, pieces_vocab, reference_mask
+from engine_support import greedy_tokens, load_vocab, pieces_vocab, reference_mask, walk_against_matcher
 
 from structgen import Grammar
 from structgen.engine import Constraint
@@ -112,13 +112,7 @@ def test_splits_equal_the_matcher() -> None:
     grammar = Grammar.from_json_schema(schema)
     c = Constraint.compile(grammar, vocab)
     text = json.dumps({"first": 12, "second": -3, "third": True, "fourth": False, "fifth": "ab", "sixth": "x"})
-    state = c.start()
-    done = b""
-    for i, tok in enumerate(greedy_tokens(vocab, text.encode())):
-        if i % 2 == 0:
-            assert np.array_equal(state.mask(), reference_mask(grammar, vocab, done)), f"after {done!r}"
-        assert state.commit_token(tok)
-        done += vocab.token_bytes(tok)
+    walk_against_matcher(c, grammar, vocab, text.encode(), every=2)
     assert any(v is not None for v in c._spine.values())
 
 
@@ -189,12 +183,7 @@ def test_greedy_heads_are_not_split() -> None:
         "root",
     )
     c = Constraint.compile(grammar, vocab)
-    state = c.start()
-    done = b""
-    for tok in greedy_tokens(vocab, b"(abc) end!!"):
-        assert np.array_equal(state.mask(), reference_mask(grammar, vocab, done)), f"after {done!r}"
-        assert state.commit_token(tok)
-        done += vocab.token_bytes(tok)
+    walk_against_matcher(c, grammar, vocab, b"(abc) end!!")
     top = c._system.stack_top[c._system.configs[c.start_config][0]]
     assert c._spine.get(top) is None
 
