@@ -69,6 +69,9 @@ class ConfigSystem:
         #: it leaves in a configuration (both -1 until the first relative configuration)
         self.hole = -1
         self.exit_mark = -1
+        #: the configuration of a walk over the hole that has read all of its top: every byte
+        #: after it returns into the hole (-1 until the first relative configuration)
+        self.at_hole = -1
         self.start = self.config([self.stack(-1, machines.body[machines.start])])
 
     # -- interning ------------------------------------------------------------------------------
@@ -111,6 +114,7 @@ class ConfigSystem:
             # parents -2 and -3 are no stack: both are bottoms, and neither top reads a byte
             self.hole = self.stack(-2, NOTHING)
             self.exit_mark = self.stack(-3, NOTHING)
+            self.at_hole = self.config([self.stack(self.hole, EMPTY)])
         return self.config([self.stack(self.hole, top)])
 
     def literal_run(self, cid: int) -> tuple[bytes, tuple[int, ...], int] | None:

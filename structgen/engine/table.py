@@ -143,6 +143,15 @@ class TransitionTable:
         return self._flat[key]
 
     def _fill(self, cid: int, byte: int) -> None:
+        lit = self._literal_of(cid)
+        if lit is not None:
+            # the one live byte of a literal run is its first: the row needs no byte classes
+            target = self.system.after_literal(lit, 1)
+            self._grow()
+            self.filled += 1
+            self.rows[cid] = DEAD
+            self._flat[cid * 256 + lit[0][0]] = target
+            return
         parts = self._class_parts(cid)
         if parts is not None:
             for part in parts:
@@ -652,6 +661,12 @@ class TransitionTable:
         if not has.any():
             return None
         for state in unique(states[has]).tolist():
+            if self._exits_met is not None and state == self.system.at_hole:
+                # every byte returns into the hole: each child is an exit, none is stepped
+                at = has & (states == state)
+                self._exits_met.append((k + 1, ranges(trie.child_start[k][nodes[at]], counts[at].astype(np.int64))))
+                has &= ~at
+                continue
             run = self._runs.get(state, False)
             if run is False:
                 run = self._run_of(state)
@@ -719,6 +734,11 @@ class TransitionTable:
                 out.add_py(v.tok_start[node], tc, state, 0)
             cc = v.child_count[node]
             if cc and not last:
+                if met is not None and state == self.system.at_hole:
+                    # every byte returns into the hole: each child is an exit, none is stepped
+                    first = v.child_start[node]
+                    met.append((k + 1, np.arange(first, first + cc, dtype=np.int64)))
+                    continue
                 run = self._runs.get(state, False)
                 if run is False:
                     run = self._run_of(state)
