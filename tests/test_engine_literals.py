@@ -246,6 +246,30 @@ def test_choices_inside_walks_on_pieces_that_return(monkeypatch) -> None:  # typ
     assert inner > 0, "no choice was walked below the root of a walk"
 
 
+CLASS_GBNF = """
+root ::= "[" day ("," day)* "]"
+day ::= "0" [1-9] | [1-2] [0-9] | "3" [0-1] | [ab] [xy] "z" | [\\t ] "w" | [cd]{0,3} "q"
+"""
+CLASS_DOCS = [b"[01,29,31,axz,byz]", b"[12,\tw, w,30,q,cdcq,09]"]
+
+
+def test_choice_walks_through_classes_of_several_bytes(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Choices whose live bytes share a class (``[1-2] [0-9]`` of a date's day, ``[\\t ]`` before
+    a letter) are walked too, with one derivative per class; a repetition first (``[cd]{0,3}``)
+    is not. Byte by byte on a vocabulary of every piece of two to six bytes of the documents,
+    masks equal the matcher's and those without choice walks, and classes of several bytes
+    make more configurations choosable than classes of one byte."""
+    grammar = Grammar.from_gbnf(CLASS_GBNF)
+    vocab = pieces_vocab(CLASS_DOCS)
+    walked, default = {}, table_mod.CHOICE_CLASS
+    for widest in (1, default):
+        monkeypatch.setattr(table_mod, "CHOICE_CLASS", widest)
+        done = _byte_by_byte(grammar, vocab, CLASS_DOCS, monkeypatch, "CHOICE_WALKS", True, False)
+        walked[widest] = sum(v is not None for c in done for v in c._table._choice.values())
+    assert default > 1
+    assert walked[default] > walked[1] > 0
+
+
 OPEN_SCHEMA = {
     "type": "object",
     "properties": {"name": {"type": "string"}, "tier": {"enum": ["gold", "silver"]}, "n": {"type": "integer"}},

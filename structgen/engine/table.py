@@ -45,6 +45,8 @@ RUN_EXIT_FILTER = True
 CHOICE_WALKS = True
 #: A choice walked so reads at most this many bytes next...
 CHOICE_LIVE = 16
+#: and at most this many of them in one byte class
+CHOICE_CLASS = 4
 #: ... and the choice walks of one mask visit at most this many trie nodes in all (then the
 #: walk goes on with configurations, as everywhere else).
 CHOICE_NODES = 64
@@ -881,10 +883,21 @@ class TransitionTable:
                 and not (store.flags[top] & HAS_SYM and any(is_call(s) for s in store.first_syms(top)))
                 and not (parent >= 0 and store.nullable[top])
                 and live.bit_count() <= CHOICE_LIVE
-                and all((part & live).bit_count() <= 1 for part in store.classes(top))
+                and self._choice_classes(top, live)
             )
             self._choosable[key] = r
         return r
+
+    def _choice_classes(self, top: int, live: int) -> bool:
+        """Whether the live bytes of ``top`` fall in byte classes a choice walk steps: one byte
+        each, or up to ``CHOICE_CLASS`` where no repetition comes first (``[1-2] [0-9]`` in a
+        date, not the ``[\t ]{0,32}`` of an indent, which is a run)."""
+        store = self.system.store
+        widest = max((part & live).bit_count() for part in store.classes(top))
+        if widest <= 1:
+            return True
+        head = store.a[top] if store.kind[top] == SEQ_K else top
+        return widest <= CHOICE_CLASS and store.kind[head] != REPEAT_K
 
     def _term_row(self, t: int) -> tuple[int, ...]:
         """The live steps of term ``t`` as ``(byte, derivative, byte, derivative, ...)`` in byte
