@@ -232,7 +232,10 @@ def unit_automaton(store: TermStore, x: int) -> UnitAutomaton | None:
     while i < len(order):
         t = order[i]
         row = np.full(256, -2 if i else -1, dtype=np.int32)
-        for part in store.classes(t):
+        # states numbered in byte order, not in the order of the store's classes (which follows
+        # term ids): the same unit then has the same table in every constraint, and its counts
+        # are found in the memo below
+        for part in sorted(store.classes(t), key=lambda p: p & -p):
             c = (part & -part).bit_length() - 1
             d = store.deriv(t, c)
             if d == NOTHING:
