@@ -41,6 +41,10 @@ _MULTIBYTE_SEQUENCES = utf8_sequences(0x80, 0xD7FF) + utf8_sequences(0xE000, 0x1
 _HIGH_BYTES = ((1 << 128) - 1) << 128
 
 
+#: The rest of a literal run after some of its bytes is remembered up to this many bytes.
+MAX_SHIFTED_RUN = 256
+
+
 class ConfigSystem:
     """Interned stacks and configurations of one grammar, with memoised transitions."""
 
@@ -64,6 +68,7 @@ class ConfigSystem:
         self._term_shortest_memo: dict[int, int | None] = {}
         self._unit_characters: dict[int, bool] = {}
         self._literals: dict[int, tuple[bytes, tuple[int, ...], int] | None] = {}
+        self._literal_tops: dict[tuple[int, int], tuple[bytes, tuple[int, ...], int] | None] = {}
         self._first_bytes_bound: dict[int, int] = {}
         #: the frame below a relative stack (see :meth:`relative`) and the stack a return into
         #: it leaves in a configuration (both -1 until the first relative configuration)
@@ -133,7 +138,15 @@ class ConfigSystem:
         return r
 
     def literal_run_of(self, parent: int, top: int) -> tuple[bytes, tuple[int, ...], int] | None:
-        """:meth:`literal_run` of the one stack ``(parent, top)``, with no configuration made."""
+        """:meth:`literal_run` of the one stack ``(parent, top)``, with no configuration made
+        (remembered: a choice walk asks for every derivative it steps)."""
+        key = (parent, top)
+        r = self._literal_tops.get(key, False)
+        if r is False:
+            r = self._literal_tops[key] = self._literal_run_of(parent, top)
+        return r
+
+    def _literal_run_of(self, parent: int, top: int) -> tuple[bytes, tuple[int, ...], int] | None:
         store = self.store
         kind, a, b = store.kind, store.a, store.b
         out = bytearray()
@@ -150,7 +163,14 @@ class ConfigSystem:
 
     def after_literal(self, run: tuple[bytes, tuple[int, ...], int], n: int) -> int:
         """The configuration after the first ``n`` bytes of a :meth:`literal_run`."""
-        return self.config([self.stack(run[2], run[1][n - 1])])
+        parent, top = run[2], run[1][n - 1]
+        key = (parent, top)
+        left = len(run[0]) - n
+        if left <= MAX_SHIFTED_RUN and key not in self._literal_tops:
+            # the rest of the run is a run again when two bytes or more are left (a long one is
+            # found again when asked: copies at every position would be quadratic)
+            self._literal_tops[key] = (run[0][n:], run[1][n:], parent) if left >= 2 else None
+        return self.config([self.stack(parent, top)])
 
     def without_exit(self, cid: int) -> int:
         """``cid`` without :attr:`exit_mark` (DEAD when nothing else is left)."""
