@@ -469,7 +469,7 @@ class Constraint:
                 if head is not None and counts is not None:
                     base = self._system.config([self._system.stack(parent, head.unbounded(store))])
                     entry = (head, counts, base)
-                elif LAST_UNITS:
+                elif LAST_UNITS and self._sorted_repetitions:
                     head = last_unit_head(store, self._system.stack_top[sid])
                     if head is not None:
                         # looked up, not made: most ``x rest`` tops are no repetition's last unit

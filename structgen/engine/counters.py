@@ -143,8 +143,9 @@ def _head_at(store: TermStore, head: int, rest: int, *, with_other: bool = True)
         return None
     if store.flags[rest] & HAS_POSS:  # type: ignore[index]
         return None
-    first_x = _first_bytes(store, x)
-    if first_x & _first_bytes(store, rest):  # type: ignore[arg-type]
+    # the store's first-byte sets are supersets, remembered per term: disjoint, they settle it
+    # without deriving the rest of the document by every class (a new top at every count)
+    if store.first_bytes(x) & store.first_bytes(rest) and _first_bytes(store, x) & _first_bytes(store, rest):  # type: ignore[arg-type]
         return None
     return CountedHead(x, lo, hi, rest, other)  # type: ignore[arg-type]
 
