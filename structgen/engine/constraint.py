@@ -43,7 +43,7 @@ from .loop_regions import LoopRegion
 from .machines import Machines, build_machines, token_symbol
 from .masks import pack_ids, pack_ids_onto, unpack, words_for
 from .table import TransitionTable
-from .terms import BYTES_K, HAS_POSS, SEQ_K
+from .terms import BYTES_K, EMPTY, HAS_POSS, SEQ_K
 from .trie_cache import token_trie_for
 
 #: Whether a configuration of one stack over a caller is walked over the hole (its walk shared
@@ -322,26 +322,30 @@ class Constraint:
         store = self._machines.store
         kind, a, b, nullable = store.kind, store.a, store.b, store.nullable
         elements: list[int] = []
+        tops: list[int] = []
         run = 0
         t = top
-        found: tuple[int, int] | None = None
         while kind[t] == SEQ_K and len(elements) < SPINE_LOOK:
             e = a[t]
             mask = b[e]
             run = run + 1 if kind[e] == BYTES_K and mask & _WORD_BYTES and mask.bit_count() == 1 else 0  # type: ignore[operator,union-attr]
             elements.append(e)
+            tops.append(t)
             if run == SPINE_WORD:
                 cut = len(elements) - run
-                if cut and sum(not nullable[x] for x in elements[:cut]) >= SPINE_HEAD_ELEMENTS:
-                    head = store.seq_list(elements[:cut])
-                    if not store.flags[head] & HAS_POSS:
-                        tail = top
-                        for _ in range(cut):
-                            tail = b[tail]  # type: ignore[assignment]
-                        found = (head, tail)
+                rest = tops[cut]
+                # every suffix of the top before the word reaches the same word: its split is
+                # the head's suffix, built on the way (the tops a walk meets as it reads the
+                # head's bytes find theirs remembered)
+                head, needed = EMPTY, 0
+                for i in range(cut - 1, -1, -1):
+                    head = store.seq(elements[i], head)
+                    needed += not nullable[elements[i]]
+                    ok = needed >= SPINE_HEAD_ELEMENTS and not store.flags[head] & HAS_POSS
+                    self._spine[tops[i]] = (head, rest) if ok else None
                 break
             t = b[t]  # type: ignore[assignment]
-        self._spine[top] = found
+        found = self._spine.setdefault(top, None)
         return found
 
     def _region_words(self, region: LoopRegion | None, ids: np.ndarray) -> np.ndarray:
