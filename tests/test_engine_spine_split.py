@@ -136,13 +136,13 @@ PIECES_DOCS = [
 ]
 
 
-def _byte_by_byte(monkeypatch) -> Constraint:  # type: ignore[no-untyped-def]
-    """``PIECES_DOCS`` byte by byte on a vocabulary of every byte and every piece of two to
-    eight bytes of them, with the split against the plain walk and the matcher."""
-    grammar = Grammar.from_json_schema(PIECES_SCHEMA)
-    vocab = pieces_vocab(PIECES_DOCS, (2, 3, 4, 5, 6, 7, 8))
+def _byte_by_byte(monkeypatch, schema: dict = PIECES_SCHEMA, docs: list[bytes] = PIECES_DOCS) -> Constraint:  # type: ignore[no-untyped-def,type-arg]
+    """``docs`` byte by byte on a vocabulary of every byte and every piece of two to eight
+    bytes of them, with the split against the plain walk and the matcher."""
+    grammar = Grammar.from_json_schema(schema)
+    vocab = pieces_vocab(docs, (2, 3, 4, 5, 6, 7, 8))
     on, off = Constraint.compile(grammar, vocab), Constraint.compile(grammar, vocab)
-    for doc in PIECES_DOCS:
+    for doc in docs:
         s_on, s_off = on.start(), off.start()
         for i in range(len(doc)):
             monkeypatch.setattr(constraint_mod, "SPINE_SPLIT", True)
@@ -162,6 +162,56 @@ def test_splits_with_tokens_that_cross_into_the_word(monkeypatch) -> None:  # ty
     assert any(e for _, e in on._relative.values()), "no walk over the hole left an exit"
     splits = [v for v in on._spine.values() if v is not None]
     assert len({head for head, _ in splits}) < len(splits), "no head was shared"
+
+
+OPTIONAL_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "abc": {"type": "integer"},
+        "abd": {"type": "boolean"},
+        "xyz": {"type": "string", "maxLength": 3},
+        "xyw": {"enum": ["p", "q"]},
+    },
+    "additionalProperties": False,
+}
+OPTIONAL_DOCS = [
+    b'{"abc": 1, "abd": true, "xyw": "q"}',
+    b'{"abd":false,"xyz":"ab"}',
+    b'{"xyz": "", "xyw": "p"}',
+    b"{}",
+]
+
+
+@pytest.mark.parametrize("enter_by_choice", [True, False])
+def test_splits_before_a_choice_of_words(enter_by_choice: bool, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Optional keys: after a comma the next key is a choice (``abd`` or ``xyz`` or ``xyw``),
+    and the top is split before it (``SPINE_CHOICES``) like before one word. Tokens such as
+    ``1, "ab`` leave the shared head and enter the choice, by its derivatives and along its
+    literals (``TransitionTable._enter_by_choice``, ``_enter_literal``) or, off, by the
+    tail's table row: masks equal the plain walk's and the matcher's either way."""
+    from structgen.engine import table as table_mod
+    from structgen.engine.terms import ALT_K
+
+    monkeypatch.setattr(table_mod, "ENTER_BY_CHOICE", enter_by_choice)
+    entered = []
+    for name in ("_enter_by_choice", "_enter_literal"):
+        real = getattr(table_mod.TransitionTable, name)
+
+        def counting(self, *args, _real=real, _name=name):  # type: ignore[no-untyped-def]
+            entered.append(_name)
+            return _real(self, *args)
+
+        monkeypatch.setattr(table_mod.TransitionTable, name, counting)
+    on = _byte_by_byte(monkeypatch, OPTIONAL_SCHEMA, OPTIONAL_DOCS)
+    store = on._machines.store
+    splits = [v for v in on._spine.values() if v is not None]
+    choices = [rest for _, rest in splits if store.kind[store.a[rest]] == ALT_K]
+    assert choices, "no top was split before a choice of words"
+    assert any(e for _, e in on._relative.values()), "no walk over the hole left an exit"
+    if enter_by_choice:
+        assert {"_enter_by_choice", "_enter_literal"} <= set(entered), entered
+    else:
+        assert not entered
 
 
 def test_heads_with_many_exits_are_refused(monkeypatch) -> None:  # type: ignore[no-untyped-def]

@@ -43,7 +43,7 @@ from .loop_regions import LoopRegion
 from .machines import Machines, build_machines, token_symbol
 from .masks import pack_ids, pack_ids_onto, unpack, words_for
 from .table import TransitionTable
-from .terms import BYTES_K, EMPTY, HAS_POSS, SEQ_K
+from .terms import ALT_K, BYTES_K, EMPTY, HAS_POSS, SEQ_K
 from .trie_cache import token_trie_for
 
 #: Whether a configuration of one stack over a caller is walked over the hole (its walk shared
@@ -62,6 +62,9 @@ LAST_UNITS = True
 SPINE_SPLIT = True
 #: a word: at least this many single fixed bytes in a row, each a letter, a digit or ``_``
 SPINE_WORD = 3
+#: a choice whose every option starts with a word (the optional keys after a comma) is split
+#: before too; off, only a word in the top sequence is
+SPINE_CHOICES = True
 _WORD_BYTES = sum(1 << c for c in b"0123456789_ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
 #: how many elements of a top's sequence are looked at for a word
 SPINE_LOOK = 24
@@ -125,6 +128,8 @@ class Constraint:
         self._spine: dict[int, tuple[int, int] | None] = {}
         #: heads whose walk over the hole left too many exits: their tops are walked as they are
         self._spine_refused: set[int] = set()
+        #: (term, bytes) -> whether every option starts with that many word bytes
+        self._word_starts: dict[tuple[int, int], bool] = {}
         #: (id of a walk's exits, first-byte bound of a tail) -> (those exits, the ones it reads)
         self._filtered_exits: dict[tuple[int, int], tuple[object, dict[int, tuple[np.ndarray, np.ndarray]]]] = {}
         #: id of a walk's exits -> (those exits, their ``_index_exits``)
@@ -331,8 +336,10 @@ class Constraint:
             run = run + 1 if kind[e] == BYTES_K and mask & _WORD_BYTES and mask.bit_count() == 1 else 0  # type: ignore[operator,union-attr]
             elements.append(e)
             tops.append(t)
-            if run == SPINE_WORD:
-                cut = len(elements) - run
+            if run == SPINE_WORD or (SPINE_CHOICES and kind[e] == ALT_K and self._starts_with_word(e, SPINE_WORD)):
+                # a word, or a choice whose every option starts with one (the optional keys
+                # that may come next)
+                cut = len(elements) - max(run, 1)
                 rest = tops[cut]
                 # every suffix of the top before the word reaches the same word: its split is
                 # the head's suffix, built on the way (the tops a walk meets as it reads the
@@ -346,6 +353,27 @@ class Constraint:
                 break
             t = b[t]  # type: ignore[assignment]
         found = self._spine.setdefault(top, None)
+        return found
+
+    def _starts_with_word(self, t: int, need: int) -> bool:
+        """Whether every option of the choice or sequence ``t`` starts with ``need`` single
+        fixed word bytes (looked at as built: a rule not built yet is no word)."""
+        key = (t, need)
+        found = self._word_starts.get(key)
+        if found is None:
+            store = self._machines.store
+            kind, a, b = store.kind, store.a, store.b
+            found = False
+            if kind[t] == ALT_K:
+                found = all(self._starts_with_word(u, need) for u in b[t])  # type: ignore[union-attr]
+            elif kind[t] == SEQ_K:
+                e = a[t]
+                mask = b[e]
+                if kind[e] == BYTES_K and mask & _WORD_BYTES and mask.bit_count() == 1:  # type: ignore[operator,union-attr]
+                    found = need == 1 or self._starts_with_word(b[t], need - 1)  # type: ignore[arg-type]
+                elif kind[e] == ALT_K:
+                    found = self._starts_with_word(e, need)  # type: ignore[arg-type]
+            self._word_starts[key] = found
         return found
 
     def _region_words(self, region: LoopRegion | None, ids: np.ndarray) -> np.ndarray:

@@ -47,6 +47,9 @@ CHOICE_WALKS = True
 CHOICE_LIVE = 16
 #: and at most this many of them in one byte class
 CHOICE_CLASS = 4
+#: A walk from exits (``walk_from``) into a state that is a choice enters them by the choice's
+#: derivatives (``_enter_by_choice``); off, by the state's table row like any exit.
+ENTER_BY_CHOICE = True
 #: ... and the choice walks of one mask visit at most this many trie nodes in all (then the
 #: walk goes on with configurations, as everywhere else).
 CHOICE_NODES = 64
@@ -405,7 +408,14 @@ class TransitionTable:
         nodes = states = parents = np.zeros(0, dtype=np.int64)
         pending = out.pending  # exits of regions: nodes to enter at deeper levels
         if entries is not None:
-            pending.update({k: list(v) for k, v in entries.items()})
+            run = self._literal_of(cid) if ENTER_BY_CHOICE else None
+            by_choice = self._choice_of(cid) if ENTER_BY_CHOICE and run is None else None
+            if run is not None:
+                self._enter_literal(views, trie, entries, run, out)
+            elif by_choice is not None:
+                self._enter_by_choice(trie, views, entries, by_choice, out)
+            else:
+                pending.update({k: list(v) for k, v in entries.items()})
         elif literal is not None:
             self._follow_literal(trie, views, -1, 0, literal, out)
         elif choice is not None:
@@ -980,6 +990,81 @@ class TransitionTable:
                 self._grow()
                 out.direct.setdefault(k + 1, []).append((lo, cfg, -1))
         out.choice_budget = budget
+
+    def _enter_literal(
+        self,
+        views: list[LevelViews],
+        trie: TokenTrie,
+        entries: dict[int, list[tuple[np.ndarray, np.ndarray, int]]],
+        run: tuple[bytes, tuple[int, ...], int],
+        out: _Pieces,
+    ) -> None:
+        """Enter the nodes of ``entries`` from a literal run's state: those reached by its first
+        byte go on along the rest of it (:meth:`_follow_literal`), the others are dead."""
+        first = run[0][0]
+        rest = (run[0][1:], run[1][1:], run[2]) if len(run[0]) > 2 else None
+        for k, batch in entries.items():
+            v = views[k]
+            for e_nodes, e_byts, _ in batch:
+                for node, byte in zip(e_nodes.tolist(), e_byts.tolist()):
+                    if byte != first:
+                        continue
+                    if rest is None:
+                        # one byte left: not a run, the node's configuration is made
+                        self._grow_after(out, k, node, self.system.after_literal(run, 1))
+                        continue
+                    tc = v.tok_count[node]
+                    if tc:
+                        out.add_py(v.tok_start[node], tc, DEAD, 0)
+                    self._follow_literal(trie, views, k, node, rest, out)
+
+    def _grow_after(self, out: _Pieces, k: int, node: int, cfg: int) -> None:
+        """Enter ``node`` (level ``k``) at the walk's next level with configuration ``cfg``."""
+        self._grow()
+        out.direct.setdefault(k, []).append((node, cfg, -1))
+
+    def _enter_by_choice(
+        self,
+        trie: TokenTrie,
+        views: list[LevelViews],
+        entries: dict[int, list[tuple[np.ndarray, np.ndarray, int]]],
+        stack: tuple[int, int],
+        out: _Pieces,
+    ) -> None:
+        """Enter the nodes of ``entries`` (each reached by its byte from the one-stack
+        state ``stack``, a choice :meth:`_choice_of` allows) by the top term's derivatives:
+        below each, a literal is followed or the choice walked on, without a configuration or
+        a table row for the node; a derivative that is no choice becomes the node's
+        configuration (the walk's next level). The exits of a split's head into the next key's
+        name are a few nodes each reading a letter: this is the whole walk from them."""
+        parent, top = stack
+        steps = self._term_rows.get(top)
+        if steps is None:
+            steps = self._term_row(top)
+        row = dict(zip(steps[0::2], steps[1::2]))
+        system = self.system
+        for k, batch in entries.items():
+            v = views[k]
+            for e_nodes, e_byts, _ in batch:
+                for node, byte in zip(e_nodes.tolist(), e_byts.tolist()):
+                    d = row.get(byte)
+                    if d is None:
+                        continue
+                    lit = system.literal_run_of(parent, d)
+                    if lit is None:
+                        choosable = self._choosable.get((parent, d))
+                        if choosable is None:
+                            choosable = self._choosable_stack(parent, d)
+                        if not choosable:
+                            self._grow_after(out, k, node, system.config([system.stack(parent, d)]))
+                            continue
+                    tc = v.tok_count[node]
+                    if tc:
+                        out.add_py(v.tok_start[node], tc, DEAD, 0)
+                    if lit is not None:
+                        self._follow_literal(trie, views, k, node, lit, out)
+                    else:
+                        self._choice_walk(trie, views, k, node, (parent, d), out)
 
     def _follow_literal(
         self,
