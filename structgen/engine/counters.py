@@ -505,13 +505,16 @@ def _base_words(base: CountedBase, lo: int, big: int, width: int) -> np.ndarray:
             return found
     lo32, big32 = np.int32(lo), np.int32(big)
     s, lv = base.stay_units, base.leave_units
-    stay = _part_words(
-        base, "stay", base.stay_ids, s, s.searchsorted(np.int32(0), "left"), s.searchsorted(big32, "right"), width
-    )
-    leave = _part_words(
-        base, "leave", base.leave_ids, lv, lv.searchsorted(lo32, "left"), lv.searchsorted(big32, "right"), width
-    )
-    words = np.bitwise_or(stay, leave)
+    sa, sb = int(s.searchsorted(np.int32(0), "left")), int(s.searchsorted(big32, "right"))
+    la, lb = int(lv.searchsorted(lo32, "left")), int(lv.searchsorted(big32, "right"))
+    if _packed_by_ids(s, sa, sb) and _packed_by_ids(lv, la, lb):
+        # both parts are packed id by id: one pack of both (a few units left of a short count)
+        words = pack_ids(np.concatenate([base.stay_ids[sa:sb], base.leave_ids[la:lb]]), width)
+    else:
+        words = np.bitwise_or(
+            _part_words(base, "stay", base.stay_ids, s, sa, sb, width),
+            _part_words(base, "leave", base.leave_ids, lv, la, lb, width),
+        )
     if memo is not None:
         words.flags.writeable = False
         with _counts_lock:
@@ -521,6 +524,13 @@ def _base_words(base: CountedBase, lo: int, big: int, width: int) -> np.ndarray:
     return words
 
 
+def _packed_by_ids(units: np.ndarray, a: int, b: int) -> bool:
+    """Whether :func:`_part_words` packs ``ids[a:b]`` id by id: few of them, or fewer than
+    the ids it would clear from the part's full mask."""
+    first = int(units.searchsorted(np.int32(0), "left"))
+    return b - a <= max((a - first) + (units.size - b), SPARSE_PACK)
+
+
 def _part_words(
     base: CountedBase, part: str, ids: np.ndarray, units: np.ndarray, a: int, b: int, width: int
 ) -> np.ndarray:
@@ -528,7 +538,7 @@ def _part_words(
     first = int(units.searchsorted(np.int32(0), "left"))
     a, b = int(a), int(b)
     outside = (a - first) + (units.size - b)
-    if b - a <= max(outside, SPARSE_PACK):
+    if _packed_by_ids(units, a, b):
         return pack_ids(ids[a:b], width)
     full = base.full_words.get((part, width))
     if full is None:
