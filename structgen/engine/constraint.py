@@ -321,9 +321,11 @@ class Constraint:
         rest of the document from the next key's name on. Tokens rarely reach past ``h``, and
         ``h`` is the same term after every key whose value has the same type, so its walk over
         the hole is shared by all of them (a ``number`` value, a boolean, a string of the same
-        bounds). ``h`` must hold at least ``SPINE_HEAD_ELEMENTS`` elements that need a byte and
-        no greedy lexeme (whose end looks at ``R``'s first byte). None where there is no such
-        word (remembered per top)."""
+        bounds). A choice whose every option starts with a word (optional keys, an enum of
+        words) is a word too (``SPINE_CHOICES``). ``h`` must hold at least
+        ``SPINE_HEAD_ELEMENTS`` elements that need a byte and no greedy lexeme (whose end looks
+        at ``R``'s first byte). None where there is no such word (remembered per top, and for
+        each suffix of the top before the word, the tops a walk meets next)."""
         store = self._machines.store
         kind, a, b, nullable = store.kind, store.a, store.b, store.nullable
         elements: list[int] = []
