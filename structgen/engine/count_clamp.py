@@ -254,6 +254,11 @@ class CountClamp:
         found = self._bound.get(unit, False)
         if found is not False:
             return found  # type: ignore[return-value]
+        mask = self.s.b[unit]
+        if self.s.kind[unit] == BYTES_K and mask & (mask - 1):  # type: ignore[operator]
+            # a class of several bytes (``[A-Z]``) requires none: no bound, without the folds
+            self._bound[unit] = None
+            return None
         best: int | None = None
         for r in self._probes(self.required_bytes(unit)):
             limit = self.byte_limit(r) // max(self.required_count(unit, r), 1) + 1
