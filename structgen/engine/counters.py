@@ -524,11 +524,15 @@ def _base_words(base: CountedBase, lo: int, big: int, width: int) -> np.ndarray:
     return words
 
 
+def _outside(units: np.ndarray, a: int, b: int) -> int:
+    """How many ids of the part (unit counts >= 0) lie outside ``[a, b)``."""
+    return (a - int(units.searchsorted(np.int32(0), "left"))) + (units.size - b)
+
+
 def _packed_by_ids(units: np.ndarray, a: int, b: int) -> bool:
     """Whether :func:`_part_words` packs ``ids[a:b]`` id by id: few of them, or fewer than
     the ids it would clear from the part's full mask."""
-    first = int(units.searchsorted(np.int32(0), "left"))
-    return b - a <= max((a - first) + (units.size - b), SPARSE_PACK)
+    return b - a <= max(_outside(units, a, b), SPARSE_PACK)
 
 
 def _part_words(
@@ -537,8 +541,8 @@ def _part_words(
     """Packed ``ids[a:b]`` (``units`` ascending, ``a`` at or after the first unit count >= 0)."""
     first = int(units.searchsorted(np.int32(0), "left"))
     a, b = int(a), int(b)
-    outside = (a - first) + (units.size - b)
-    if _packed_by_ids(units, a, b):
+    outside = _outside(units, a, b)
+    if b - a <= max(outside, SPARSE_PACK):
         return pack_ids(ids[a:b], width)
     full = base.full_words.get((part, width))
     if full is None:

@@ -411,7 +411,7 @@ class TransitionTable:
             run = self._literal_of(cid) if ENTER_BY_CHOICE else None
             by_choice = self._choice_of(cid) if ENTER_BY_CHOICE and run is None else None
             if run is not None:
-                self._enter_literal(views, trie, entries, run, out)
+                self._enter_literal(trie, views, entries, run, out)
             elif by_choice is not None:
                 self._enter_by_choice(trie, views, entries, by_choice, out)
             else:
@@ -993,8 +993,8 @@ class TransitionTable:
 
     def _enter_literal(
         self,
-        views: list[LevelViews],
         trie: TokenTrie,
+        views: list[LevelViews],
         entries: dict[int, list[tuple[np.ndarray, np.ndarray, int]]],
         run: tuple[bytes, tuple[int, ...], int],
         out: _Pieces,
@@ -1011,14 +1011,14 @@ class TransitionTable:
                         continue
                     if rest is None:
                         # one byte left: not a run, the node's configuration is made
-                        self._grow_after(out, k, node, self.system.after_literal(run, 1))
+                        self._enter_next_level(out, k, node, self.system.after_literal(run, 1))
                         continue
                     tc = v.tok_count[node]
                     if tc:
                         out.add_py(v.tok_start[node], tc, DEAD, 0)
                     self._follow_literal(trie, views, k, node, rest, out)
 
-    def _grow_after(self, out: _Pieces, k: int, node: int, cfg: int) -> None:
+    def _enter_next_level(self, out: _Pieces, k: int, node: int, cfg: int) -> None:
         """Enter ``node`` (level ``k``) at the walk's next level with configuration ``cfg``."""
         self._grow()
         out.direct.setdefault(k, []).append((node, cfg, -1))
@@ -1056,7 +1056,7 @@ class TransitionTable:
                         if choosable is None:
                             choosable = self._choosable_stack(parent, d)
                         if not choosable:
-                            self._grow_after(out, k, node, system.config([system.stack(parent, d)]))
+                            self._enter_next_level(out, k, node, system.config([system.stack(parent, d)]))
                             continue
                     tc = v.tok_count[node]
                     if tc:
