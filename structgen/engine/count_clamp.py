@@ -272,7 +272,12 @@ class CountClamp:
     def term(self, t: int) -> int:
         """``t`` with the counts of its repetitions clamped (outside set operations, lexemes and
         the units themselves)."""
+        found = self._term.get(t)
+        if found is not None:
+            return found
         s = self.s
+        if not s.flags[t] & HAS_COUNT:
+            return t  # nothing to clamp: most new tops hold no count (a key, a literal's rest)
 
         def kids(u: int) -> list[int]:
             if not s.flags[u] & HAS_COUNT:
@@ -312,8 +317,12 @@ class CountClamp:
         if found is None:
             system = self.system
             stacks = system.configs[cid]
-            new = [self._clamp_stack(sid) for sid in stacks]
-            found = cid if new == list(stacks) else system.config(new)
+            if len(stacks) == 1:
+                one = self._clamp_stack(stacks[0])
+                found = cid if one == stacks[0] else system.config([one])
+            else:
+                new = [self._clamp_stack(sid) for sid in stacks]
+                found = cid if new == list(stacks) else system.config(new)
             self._config[cid] = found
         return found
 
