@@ -18,6 +18,7 @@ import numpy as np
 from ..errors import ConstraintError, GrammarError, LimitError
 from ..grammar import ir
 from ..grammar.grammar import Grammar
+from . import shared_walks
 from .arrays import mask_to_bools, unique_inverse
 from .budget_bound import CompletionBound
 from .configs import DEAD, ConfigSystem
@@ -138,6 +139,8 @@ class Constraint:
         self._base_exits: dict[int, dict[int, tuple[np.ndarray, np.ndarray]]] = {}
         #: relative configuration -> its packed mask and exits (see ``_relative_words``)
         self._relative: dict[int, tuple[np.ndarray, dict[int, tuple[np.ndarray, np.ndarray]]]] = {}
+        #: structural ids of terms, shared by every constraint in the process (shared_walks.py)
+        self._term_keys = shared_walks.TermKeys(machines.store)
         self._clamp = CountClamp(system, lambda: byte_limits_for(vocab))
         self._budget_clamp = CountClamp(system, lambda: byte_limits_for(vocab), keep_lengths=True)
         self._bound = CompletionBound(system, machines.rule_bound)
@@ -292,12 +295,10 @@ class Constraint:
         rel = system.relative(top)
         found = self._relative.get(rel)
         if found is None:
-            region, ids, exits = self._table.walk_relative(rel, self._trie)
-            words = self._region_words(region, ids)
-            words.flags.writeable = False
+            found = self._walk_relative(rel, top, shared=split)
             if len(self._relative) >= self.limits.max_cached_masks:
                 self._relative.pop(next(iter(self._relative)))
-            found = self._relative[rel] = (words, exits)
+            self._relative[rel] = found
             first = True
         else:
             first = False
@@ -312,6 +313,25 @@ class Constraint:
         if not exits:
             return words, np.zeros(0, dtype=np.int64)
         return words, self._table.walk_from(tail, self._trie, exits)
+
+    def _walk_relative(
+        self, rel: int, top: int, *, shared: bool
+    ) -> tuple[np.ndarray, dict[int, tuple[np.ndarray, np.ndarray]]]:
+        """The packed mask and exits of the walk of ``rel`` (``top`` over the hole). With
+        ``shared`` (a head split before a word: small, and the JSON skeleton between a key and
+        the next one recurs in every schema), another constraint on this vocabulary may have
+        walked a head of the same structure already (shared_walks.py)."""
+        structure = self._term_keys.of(top) if shared and shared_walks.SHARED_WALKS else None
+        if structure is not None:
+            found = shared_walks.lookup(self._trie, self._width, structure)
+            if found is not None:
+                return found
+        region, ids, exits = self._table.walk_relative(rel, self._trie)
+        words = self._region_words(region, ids)
+        words.flags.writeable = False
+        if structure is not None:
+            shared_walks.remember(self._trie, self._width, structure, words, exits)
+        return words, exits
 
     def _spine_split(self, top: int) -> tuple[int, int] | None:
         """``(h, R)`` where the top sequence ``e0 e1 ... R`` reaches a *word* (``SPINE_WORD``

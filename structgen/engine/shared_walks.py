@@ -1,0 +1,165 @@
+"""Walks over the hole shared by every constraint on one vocabulary, in this process.
+
+The walk of a relative configuration (one top term over an unknown caller, the *hole*; see
+``Constraint._relative_words``) depends on the top's language and on the vocabulary alone. The
+JSON skeleton makes the same tops in every schema: the start ``{"``, the ``": "`` and ``", "``
+between a key and a string value, the ``": {"`` before a nested object. But each compile has its
+own term store, so equal tops of two constraints have different term ids. :class:`TermKeys` gives
+each term of a store a process-wide *structural id* (equal structure, equal id; choices compare
+as sets of options), and :func:`lookup` / :func:`remember` keep the walks' packed masks and
+exits per (token trie, logit width, structural id).
+
+Terms that hold a call of a rule, a token atom or a greedy lexeme get no structural id: what they
+read depends on the grammar around them. A lazy rule in a top is built to find its structure.
+Two different structures with one language simply miss each other.
+
+Memory is bounded: :data:`MAX_WALKS` walks (a packed mask each: 16 KB on Llama 3) and
+:data:`MAX_STRUCTURES` structural ids; past the second, both tables start again empty (a new
+generation, which every :class:`TermKeys` notices and forgets its ids; ids are never given twice,
+so one kept from before names its one structure still).
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from .terms import ALT_K, BYTES_K, EMPTY_K, HAS_POSS, HAS_SYM, LAZY_K, NOTHING_K, REPEAT_K, TermStore
+from .token_trie import TokenTrie
+
+#: Whether relative walks are shared across constraints; tests switch it off to compare.
+SHARED_WALKS = True
+#: Walks kept for the process (first in, first out).
+MAX_WALKS = 256
+#: Structural ids kept for the process before starting a new generation.
+MAX_STRUCTURES = 200_000
+#: Terms new to a store that one structural id may take; a larger top gets none.
+MAX_NODES = 64
+
+Exits = dict[int, tuple[np.ndarray, np.ndarray]]
+
+_lock = threading.Lock()
+_structures: dict[tuple[object, ...], int] = {}
+_walks: dict[tuple[int, int, int], tuple[TokenTrie, np.ndarray, Exits]] = {}
+_generation = 0
+#: the next structural id: never given twice in a process, so an id a store kept from an earlier
+#: generation still names its one structure (it just finds nothing)
+_next_id = 0
+
+
+class TermKeys:
+    """Structural ids of one term store's terms (see the module docstring), remembered."""
+
+    def __init__(self, store: TermStore) -> None:
+        self.store = store
+        self._ids: dict[int, int | None] = {}
+        self._generation = _generation
+
+    def of(self, t: int) -> int | None:
+        """The structural id of term ``t``; None where it has none, or where more than
+        :data:`MAX_NODES` terms of it are new to this store (a large top, unlikely to recur)."""
+        if self._generation != _generation:
+            self._ids.clear()
+            self._generation = _generation
+        found = self._ids.get(t, -1)
+        if found != -1:
+            return found
+        self._budget = MAX_NODES
+        try:
+            with _lock:
+                return self._id(t, set())
+        except _TooLarge:
+            return None
+
+    def _id(self, u: int, busy: set[int]) -> int | None:
+        found = self._ids.get(u, -1)
+        if found != -1:
+            return found
+        self._budget -= 1
+        if self._budget < 0:
+            raise _TooLarge
+        try:
+            r = self._id_of_new(u, busy)
+        except _TooLarge:
+            # every term on the way down holds the large part: none of them gets an id, and the
+            # next top over the same rest stops at once
+            self._ids[u] = None
+            raise
+        self._ids[u] = r
+        return r
+
+    def _id_of_new(self, u: int, busy: set[int]) -> int | None:
+        store = self.store
+        k = store.kind[u]
+        r: int | None = None
+        if store.flags[u] & (HAS_SYM | HAS_POSS) or u in busy:
+            pass  # calls, atoms and lexemes read what the grammar around them says; a rule in itself
+        elif k == LAZY_K:
+            # a built rule is its body; a rule in the top is built here, as the walk that follows
+            # would build it (its first bytes are read at once) or the next walk past it
+            busy.add(u)
+            r = self._id(store.force(u), busy)
+            busy.discard(u)
+        elif k in (NOTHING_K, EMPTY_K, BYTES_K):
+            r = _intern((k, store.b[u] if k == BYTES_K else None))
+        elif k == ALT_K:
+            parts = [self._id(v, busy) for v in store.b[u]]  # type: ignore[attr-defined]
+            if None not in parts:
+                r = _intern((k, tuple(sorted(parts))))  # type: ignore[type-var]
+        elif k == REPEAT_K:
+            x = self._id(store.a[u], busy)
+            if x is not None:
+                r = _intern((k, x, store.b[u]))
+        else:  # a sequence or a set operation
+            x = self._id(store.a[u], busy)
+            y = None if x is None else self._id(store.b[u], busy)  # type: ignore[arg-type]
+            if y is not None:
+                r = _intern((k, x, y))
+        return r
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def _intern(key: tuple[object, ...]) -> int:
+    """The structural id of ``key`` (kind and the parts' ids; the caller holds the lock)."""
+    global _next_id
+    found = _structures.get(key)
+    if found is None:
+        if len(_structures) >= MAX_STRUCTURES:
+            _new_generation()
+        found = _structures[key] = _next_id
+        _next_id += 1
+    return found
+
+
+def _new_generation() -> None:
+    global _generation
+    _structures.clear()
+    _walks.clear()
+    _generation += 1
+
+
+def lookup(trie: TokenTrie, width: int, structure: int) -> tuple[np.ndarray, Exits] | None:
+    """The packed mask and exits of the walk of a top with this structural id, if remembered."""
+    with _lock:
+        found = _walks.get((id(trie), width, structure))
+    if found is None or found[0] is not trie:
+        return None
+    return found[1], found[2]
+
+
+def remember(trie: TokenTrie, width: int, structure: int, words: np.ndarray, exits: Exits) -> None:
+    """Keep a walk's packed mask (read-only) and exits for the other constraints."""
+    with _lock:
+        if len(_walks) >= MAX_WALKS:
+            _walks.pop(next(iter(_walks)))
+        _walks[(id(trie), width, structure)] = (trie, words, exits)
+
+
+def clear() -> None:
+    """Forget every shared walk and structural id (tests)."""
+    with _lock:
+        _new_generation()
