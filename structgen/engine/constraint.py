@@ -19,7 +19,7 @@ from ..errors import ConstraintError, GrammarError, LimitError
 from ..grammar import ir
 from ..grammar.grammar import Grammar
 from . import shared_walks
-from .arrays import mask_to_bools, unique_inverse
+from .arrays import unique_inverse
 from .budget_bound import CompletionBound
 from .configs import DEAD, ConfigSystem
 from .count_clamp import CountClamp, byte_limits_for
@@ -77,8 +77,6 @@ SPINE_HEAD_ELEMENTS = 1
 #: a head whose first walk over the hole left more live exit nodes than this (exits whose byte
 #: the tail may read) is walked as it is from then on
 SPINE_EXITS = 16
-#: up to this many exits, a walk's exits are indexed by byte and picked in Python
-SMALL_EXITS = 512
 
 if TYPE_CHECKING:
     from ..vocab import Vocab
@@ -131,10 +129,6 @@ class Constraint:
         self._spine_refused: set[int] = set()
         #: (term, bytes) -> whether every option starts with that many word bytes
         self._word_starts: dict[tuple[int, int], bool] = {}
-        #: (id of a walk's exits, first-byte bound of a tail) -> (those exits, the ones it reads)
-        self._filtered_exits: dict[tuple[int, int], tuple[object, dict[int, tuple[np.ndarray, np.ndarray]]]] = {}
-        #: id of a walk's exits -> (those exits, their ``_index_exits``)
-        self._exit_index: dict[int, tuple[object, dict[int, list[tuple[int, int]]] | None]] = {}
         #: relative configuration of a split counted base -> the exits of its walk
         self._base_exits: dict[int, dict[int, tuple[np.ndarray, np.ndarray]]] = {}
         #: relative configuration -> its packed mask and exits (see ``_relative_words``)
@@ -594,68 +588,9 @@ class Constraint:
         """The exits of a walk over the hole whose byte ``cid`` (what the hole stands for) may
         read, by the bound from its terms (``ConfigSystem.first_bytes_bound``): the others
         lead nowhere, and a split before a word has many (``","#``). Remembered per (exits,
-        bound): the keys that start with the same letter share the filtered exits."""
-        bound = self._system.first_bytes_bound(cid)
-        key = (id(exits), bound)
-        found = self._filtered_exits.get(key)
-        if found is not None and found[0] is exits:
-            return found[1]
-        index = self._exit_index.get(id(exits))
-        if index is None or index[0] is not exits:
-            index = (exits, self._index_exits(exits))
-            if len(self._exit_index) >= self.limits.max_cached_masks:
-                self._exit_index.pop(next(iter(self._exit_index)))
-            self._exit_index[id(exits)] = index
-        out: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-        if index[1] is not None:
-            # a few exits (a key's quote before a word): picked by byte in Python, where a
-            # numpy filter per level costs more than the whole pick
-            picked: dict[int, tuple[list[int], list[int]]] = {}
-            by_byte = index[1]
-            if bound.bit_count() <= len(by_byte):
-                rest, found = bound, []
-                while rest:
-                    low = rest & -rest
-                    rest ^= low
-                    byte = low.bit_length() - 1
-                    if byte in by_byte:
-                        found.append((byte, by_byte[byte]))
-            else:
-                found = [(byte, pairs) for byte, pairs in by_byte.items() if bound >> byte & 1]
-            for byte, pairs in found:
-                for k, node in pairs:
-                    lists = picked.get(k)
-                    if lists is None:
-                        lists = picked[k] = ([], [])
-                    lists[0].append(node)
-                    lists[1].append(byte)
-            for k in sorted(picked):
-                nodes_list, byte_list = picked[k]
-                out[k] = (np.asarray(nodes_list, dtype=np.int64), np.asarray(byte_list, dtype=np.uint8))
-        else:
-            bits = mask_to_bools(bound)
-            for k, (nodes, byts) in exits.items():
-                keep = bits[byts]
-                if keep.all():
-                    out[k] = (nodes, byts)
-                elif keep.any():
-                    out[k] = (nodes[keep], byts[keep])
-        if len(self._filtered_exits) >= self.limits.max_cached_masks:
-            self._filtered_exits.pop(next(iter(self._filtered_exits)))
-        self._filtered_exits[key] = (exits, out)
-        return out
-
-    @staticmethod
-    def _index_exits(exits: dict[int, tuple[np.ndarray, np.ndarray]]) -> dict[int, list[tuple[int, int]]] | None:
-        """The exits of a walk over the hole by byte, as ``(level, node)`` pairs, where there are
-        at most ``SMALL_EXITS`` of them (None: more, filtered in numpy)."""
-        if sum(nodes.size for nodes, _ in exits.values()) > SMALL_EXITS:
-            return None
-        index: dict[int, list[tuple[int, int]]] = {}
-        for k, (nodes, byts) in exits.items():
-            for node, byte in zip(nodes.tolist(), byts.tolist()):
-                index.setdefault(byte, []).append((k, node))
-        return index
+        bound) for the process (``shared_walks.exits_read_by``): the keys that start with the
+        same letter share the filtered exits, in every constraint that shares the walk."""
+        return shared_walks.exits_read_by(exits, self._system.first_bytes_bound(cid))
 
     def _region_base(self, region: LoopRegion, counts: UnitCounts) -> CountedBase:
         """The tokens of a loop region sorted by ``counts``, kept on the region: every counted

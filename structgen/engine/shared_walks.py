@@ -1,4 +1,5 @@
-"""Walks over the hole shared by every constraint on one vocabulary, in this process.
+"""Walks over the hole shared by every constraint on one vocabulary, in this process, and the
+filters of their exits.
 
 The walk of a relative configuration (one top term over an unknown caller, the *hole*; see
 ``Constraint._relative_words``) depends on the top's language and on the vocabulary alone. The
@@ -25,6 +26,7 @@ import threading
 
 import numpy as np
 
+from .arrays import mask_to_bools
 from .terms import ALT_K, BYTES_K, EMPTY_K, HAS_POSS, HAS_SYM, LAZY_K, NOTHING_K, REPEAT_K, TermStore
 from .token_trie import TokenTrie
 
@@ -36,12 +38,20 @@ MAX_WALKS = 256
 MAX_STRUCTURES = 200_000
 #: Terms new to a store that one structural id may take; a larger top gets none.
 MAX_NODES = 64
+#: Up to this many exits, a walk's exits are indexed by byte and picked in Python.
+SMALL_EXITS = 512
+#: Filtered exits kept for the process, per (exits, first-byte bound).
+MAX_EXIT_PICKS = 4096
 
 Exits = dict[int, tuple[np.ndarray, np.ndarray]]
 
 _lock = threading.Lock()
 _structures: dict[tuple[object, ...], int] = {}
 _walks: dict[tuple[int, int, int], tuple[TokenTrie, np.ndarray, Exits]] = {}
+#: (id of a walk's exits, first-byte bound) -> (those exits, the ones the bound reads)
+_picks: dict[tuple[int, int], tuple[Exits, Exits]] = {}
+#: id of a walk's exits -> (those exits, their index by byte, or None where they are many)
+_indexes: dict[int, tuple[Exits, dict[int, list[tuple[int, int]]] | None]] = {}
 _generation = 0
 #: the next structural id: never given twice in a process, so an id a store kept from an earlier
 #: generation still names its one structure (it just finds nothing)
@@ -139,6 +149,8 @@ def _new_generation() -> None:
     global _generation
     _structures.clear()
     _walks.clear()
+    _picks.clear()
+    _indexes.clear()
     _generation += 1
 
 
@@ -157,6 +169,79 @@ def remember(trie: TokenTrie, width: int, structure: int, words: np.ndarray, exi
         if len(_walks) >= MAX_WALKS:
             _walks.pop(next(iter(_walks)))
         _walks[(id(trie), width, structure)] = (trie, words, exits)
+
+
+def exits_read_by(exits: Exits, bound: int) -> Exits:
+    """The exits of a walk over the hole whose byte is in ``bound`` (a 256-bit set: the first
+    bytes of what the hole stands for), remembered per (exits, bound) for the process: every
+    key that starts with the same letter, in every constraint that shares the walk, shares the
+    filter."""
+    key = (id(exits), bound)
+    found = _picks.get(key)
+    if found is not None and found[0] is exits:
+        return found[1]
+    index = _indexes.get(id(exits))
+    if index is None or index[0] is not exits:
+        index = (exits, _index_exits(exits))
+        with _lock:
+            if len(_indexes) >= MAX_EXIT_PICKS:
+                _indexes.pop(next(iter(_indexes)), None)
+            _indexes[id(exits)] = index
+    out = _pick(exits, index[1], bound)
+    with _lock:
+        if len(_picks) >= MAX_EXIT_PICKS:
+            _picks.pop(next(iter(_picks)), None)
+        _picks[key] = (exits, out)
+    return out
+
+
+def _pick(exits: Exits, by_byte: dict[int, list[tuple[int, int]]] | None, bound: int) -> Exits:
+    out: Exits = {}
+    if by_byte is not None:
+        # a few exits (a key's quote before a word): picked by byte in Python, where a numpy
+        # filter per level costs more than the whole pick
+        picked: dict[int, tuple[list[int], list[int]]] = {}
+        if bound.bit_count() <= len(by_byte):
+            rest, found = bound, []
+            while rest:
+                low = rest & -rest
+                rest ^= low
+                byte = low.bit_length() - 1
+                if byte in by_byte:
+                    found.append((byte, by_byte[byte]))
+        else:
+            found = [(byte, pairs) for byte, pairs in by_byte.items() if bound >> byte & 1]
+        for byte, pairs in found:
+            for k, node in pairs:
+                lists = picked.get(k)
+                if lists is None:
+                    lists = picked[k] = ([], [])
+                lists[0].append(node)
+                lists[1].append(byte)
+        for k in sorted(picked):
+            nodes_list, byte_list = picked[k]
+            out[k] = (np.asarray(nodes_list, dtype=np.int64), np.asarray(byte_list, dtype=np.uint8))
+        return out
+    bits = mask_to_bools(bound)
+    for k, (nodes, byts) in exits.items():
+        keep = bits[byts]
+        if keep.all():
+            out[k] = (nodes, byts)
+        elif keep.any():
+            out[k] = (nodes[keep], byts[keep])
+    return out
+
+
+def _index_exits(exits: Exits) -> dict[int, list[tuple[int, int]]] | None:
+    """The exits of a walk over the hole by byte, as ``(level, node)`` pairs, where there are at
+    most ``SMALL_EXITS`` of them (None: more, filtered in numpy)."""
+    if sum(nodes.size for nodes, _ in exits.values()) > SMALL_EXITS:
+        return None
+    index: dict[int, list[tuple[int, int]]] = {}
+    for k, (nodes, byts) in exits.items():
+        for node, byte in zip(nodes.tolist(), byts.tolist()):
+            index.setdefault(byte, []).append((k, node))
+    return index
 
 
 def clear() -> None:
