@@ -371,7 +371,10 @@ class ConfigSystem:
 
     def accepting(self, cid: int) -> bool:
         """Whether the input so far is a sentence (end of generation allowed)."""
-        return any(self._stack_accepting(s) for s in self.configs[cid])
+        for s in self.configs[cid]:
+            if self._stack_accepting(s):
+                return True
+        return False
 
     def _stack_accepting(self, sid: int) -> bool:
         r = self._accepting_stack.get(sid)
@@ -388,8 +391,12 @@ class ConfigSystem:
 
     def _term_can_end(self, t: int) -> bool:
         store = self.store
-        if store.nullable_at(t, LA_END):
+        # at the end of input a greedy lexeme's nullability is its plain one (nothing follows to
+        # extend it): ``nullable_at(t, LA_END)`` is ``nullable[t]``
+        if store.nullable[t]:
             return True
+        if not store.flags[t] & HAS_SYM:
+            return False  # no call of a machine that could end at once
         # calls of nullable machines before the end
         for sym in store.first_syms(t):
             if is_call(sym) and self.m.nullable[symbol_index(sym)]:

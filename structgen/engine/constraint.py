@@ -785,10 +785,13 @@ class State:
 
     def fill_bitmask(self, out: np.ndarray, row: int = 0, budget: int | None = None) -> None:
         """Write the packed mask into ``out[row]`` (``out`` is int32, ``(batch, words)`` or ``(words,)``)."""
-        target = out if out.ndim == 1 else out[row]
-        if target.shape[-1] < self._c._words:
-            raise ConstraintError(f"bitmask row has {target.shape[-1]} words, {self._c._words} needed")
-        np.copyto(target[: self._c._words], self.mask_words(budget))
+        n = self._c._words
+        if out.shape[-1] < n:
+            raise ConstraintError(f"bitmask row has {out.shape[-1]} words, {n} needed")
+        if out.ndim == 1:
+            out[:n] = self.mask_words(budget)
+        else:
+            out[row, :n] = self.mask_words(budget)
 
     def is_allowed(self, token_id: int) -> bool:
         self._check_id(token_id)

@@ -24,10 +24,10 @@ _lock = threading.Lock()
 def deep_recursion(fn: F) -> F:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        with _lock:
-            old = sys.getrecursionlimit()
-            if old < RECURSION_LIMIT:
-                sys.setrecursionlimit(RECURSION_LIMIT)
+        if sys.getrecursionlimit() < RECURSION_LIMIT:  # raised once; the lock only to raise it
+            with _lock:
+                if sys.getrecursionlimit() < RECURSION_LIMIT:
+                    sys.setrecursionlimit(RECURSION_LIMIT)
         try:
             return fn(*args, **kwargs)
         except RecursionError:
