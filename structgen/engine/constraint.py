@@ -123,6 +123,8 @@ class Constraint:
         #: the repetitions whose sorted base exists: where their last unit finds it
         self._sorted_repetitions: dict[tuple[int, int, int], int] = {}
         self._counted_words: dict[tuple[int, int, int, int], np.ndarray] = {}
+        #: (unit, rest, other, partial) of a counted head -> its top with the count lifted
+        self._unbounded_tops: dict[tuple[int, int, int | None, int | None], int] = {}
         #: top term -> (head, tail) of its split before the next word, or None (``_spine_split``)
         self._spine: dict[int, tuple[int, int] | None] = {}
         #: heads whose walk over the hole left too many exits: their tops are walked as they are
@@ -240,7 +242,7 @@ class Constraint:
             sorted_base, head, key = counted
             words = self._counted_words.get(key)
             if words is None:
-                words = filter_words(sorted_base, head, self._width)
+                words = filter_words(sorted_base, head, self._width, key[2:])  # type: ignore[arg-type]
                 words.flags.writeable = False
                 if len(self._counted_words) >= self.limits.max_cached_masks:
                     self._counted_words.pop(next(iter(self._counted_words)))
@@ -515,7 +517,7 @@ class Constraint:
                 head = counted_head(store, self._system.stack_top[sid])
                 counts = None if head is None else self._unit_counts(head.unit, head.partial)
                 if head is not None and counts is not None:
-                    base = self._system.config([self._system.stack(parent, head.unbounded(store))])
+                    base = self._system.config([self._system.stack(parent, self._unbounded(head))])
                     entry = (head, counts, base)
                 elif LAST_UNITS and self._sorted_repetitions:
                     head = last_unit_head(store, self._system.stack_top[sid])
@@ -561,6 +563,14 @@ class Constraint:
                     (self._system.stack_parent[self._system.configs[cid][0]], head.unit, head.rest)
                 ] = base
         return sorted_base, head, (base, head.unit) + filter_bounds(sorted_base, head)
+
+    def _unbounded(self, head: CountedHead) -> int:
+        """``head.unbounded``, remembered: every count of one repetition has the same one."""
+        key = (head.unit, head.rest, head.other, head.partial)
+        found = self._unbounded_tops.get(key)
+        if found is None:
+            found = self._unbounded_tops[key] = head.unbounded(self._machines.store)
+        return found
 
     def _shared_base(self, base: int) -> tuple[int, int] | None:
         """For the base configuration of a counted repetition at the bottom, ``x* h' R`` split

@@ -275,27 +275,31 @@ class CountClamp:
         found = self._term.get(t)
         if found is not None:
             return found
-        s = self.s
-        if not s.flags[t] & HAS_COUNT:
+        if not self.s.flags[t] & HAS_COUNT:
             return t  # nothing to clamp: most new tops hold no count (a key, a literal's rest)
+        return _fold(t, self._term, self._kids, self._combine)
 
-        def kids(u: int) -> list[int]:
-            if not s.flags[u] & HAS_COUNT:
-                return []  # nothing to clamp below: a leaf of the rewrite (a key, a literal)
-            k = s.kind[u]
-            if k == SEQ_K:
-                return [s.a[u], s.b[u]]  # type: ignore[list-item]
-            return list(s.b[u]) if k == ALT_K else []  # type: ignore[call-overload]
+    def _kids(self, u: int) -> list[int]:
+        s = self.s
+        if not s.flags[u] & HAS_COUNT:
+            return []  # nothing to clamp below: a leaf of the rewrite (a key, a literal)
+        k = s.kind[u]
+        if k == SEQ_K:
+            return [s.a[u], s.b[u]]  # type: ignore[list-item]
+        return list(s.b[u]) if k == ALT_K else []  # type: ignore[call-overload]
 
-        def combine(u: int, parts: list[int]) -> int:
-            k = s.kind[u]
-            if k == SEQ_K:
-                return u if parts == kids(u) else s.seq(parts[0], parts[1])
-            if k == ALT_K:
-                return u if parts == kids(u) else s.alt(parts)
-            return self._clamp_repeat(u) if k == REPEAT_K else u
-
-        return _fold(t, self._term, kids, combine)
+    def _combine(self, u: int, parts: list[int]) -> int:
+        s = self.s
+        k = s.kind[u]
+        if k == REPEAT_K:
+            return self._clamp_repeat(u)
+        if not parts:
+            return u  # a leaf of the rewrite (see _kids)
+        if k == SEQ_K:
+            return u if parts[0] == s.a[u] and parts[1] == s.b[u] else s.seq(parts[0], parts[1])
+        if k == ALT_K:
+            return u if parts == list(s.b[u]) else s.alt(parts)  # type: ignore[call-overload]
+        return u
 
     def _clamp_repeat(self, t: int) -> int:
         lo, hi = self.s.b[t]  # type: ignore[misc]

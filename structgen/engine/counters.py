@@ -415,9 +415,10 @@ class CountedBase:
     #: filtered packed masks per (lo, hi, width), kept where the base is shared (a loop region's)
     bounded_words: dict[tuple[int, int, int], np.ndarray] | None = field(default=None, compare=False)
 
-    @property
+    @cached_property
     def top(self) -> int:
-        """The most units any of its tokens counts (0 for none)."""
+        """The most units any of its tokens counts (0 for none; remembered: every count of the
+        base asks for it)."""
         if not self.stay_units.size:
             return 0
         return max(int(self.stay_units[-1]), int(self.leave_units[-1]), 0)
@@ -481,12 +482,13 @@ def filter_ids(bases: Bases, head: CountedHead) -> np.ndarray:
     return np.concatenate(out)
 
 
-def filter_words(bases: Bases, head: CountedHead, width: int) -> np.ndarray:
+def filter_words(bases: Bases, head: CountedHead, width: int, bounds: tuple[int, int] | None = None) -> np.ndarray:
     """The packed mask of :func:`filter_ids`, without packing a near-full mask id by id: where
     a count keeps most of the unbounded mask (inside a long string, all but the few tokens
     longer than the units left), it is the packed mask of every id that can stay (or leave)
-    with the bits of the few ids out of bounds cleared."""
-    lo, big = filter_bounds(bases, head)
+    with the bits of the few ids out of bounds cleared. ``bounds``: :func:`filter_bounds`,
+    where the caller has them."""
+    lo, big = filter_bounds(bases, head) if bounds is None else bounds
     out: np.ndarray | None = None
     for base in _parts(bases):
         words = _base_words(base, lo, big, width)
