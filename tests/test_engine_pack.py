@@ -79,3 +79,31 @@ def test_pack_ids_onto_sets_the_union(case: tuple[int, list[int], list[int]]) ->
     got = masks.pack_ids_onto(words, np.asarray(more, dtype=np.int32))
     assert np.array_equal(got, _reference(base + more, width))
     assert np.array_equal(words, _reference(base, width)), "the mask it started from is left alone"
+
+
+def test_counted_filter_clears_a_few_ids_from_a_full_mask() -> None:
+    """Most ids fit the count and a few (long tokens) do not: the few are cleared from the
+    part's full mask (bytes in Python up to ``TINY_CLEAR`` ids, ``np.bitwise_and.at`` beyond)."""
+    from structgen.engine import counters
+    from structgen.engine.counters import CountedHead, UnitCounts, counted_base, filter_ids, filter_words
+
+    n = 3000
+    rng = np.random.default_rng(7)
+    for long_ids in (3, counters.TINY_CLEAR, counters.TINY_CLEAR + 5):
+        stay = np.ones(n, dtype=np.int32)
+        stay[rng.choice(n, long_ids, replace=False)] = 9
+        leave = np.where(rng.random(n) < 0.5, 2, -1).astype(np.int32)
+        counts = UnitCounts(stay, leave)
+        base = counted_base(np.arange(n, dtype=np.int64), counts)
+        head = CountedHead(unit=0, lo=0, hi=4, rest=0)
+        for _ in range(2):
+            got = filter_words(base, head, n + 40)
+            assert np.array_equal(got, masks.pack_ids(filter_ids(base, head), n + 40))
+
+
+def test_empty_addition_shares_a_read_only_mask() -> None:
+    words = masks.pack_ids(np.asarray([3, 70], dtype=np.int64), 128)
+    words.flags.writeable = False
+    assert masks.pack_ids_onto(words, np.zeros(0, dtype=np.int64)) is words
+    writable = masks.pack_ids(np.asarray([3], dtype=np.int64), 128)
+    assert masks.pack_ids_onto(writable, np.zeros(0, dtype=np.int64)) is not writable

@@ -275,9 +275,33 @@ class CountClamp:
         found = self._term.get(t)
         if found is not None:
             return found
-        if not self.s.flags[t] & HAS_COUNT:
+        s = self.s
+        if not s.flags[t] & HAS_COUNT:
             return t  # nothing to clamp: most new tops hold no count (a key, a literal's rest)
+        if s.kind[t] == SEQ_K:
+            # a new top is mostly ``x rest`` over a rest rewritten before (the document after a
+            # count, one configuration earlier): its head alone is new, without the fold
+            head, rest = s.a[t], s.b[t]
+            new_rest = self._term.get(rest) if s.flags[rest] & HAS_COUNT else rest  # type: ignore[index]
+            if new_rest is not None:
+                new_head = self._head_term(head)  # type: ignore[arg-type]
+                if new_head is not None:
+                    found = t if new_head == head and new_rest == rest else s.seq(new_head, new_rest)
+                    self._term[t] = found
+                    return found
         return _fold(t, self._term, self._kids, self._combine)
+
+    def _head_term(self, u: int) -> int | None:
+        """:meth:`term` of ``u`` where it needs no fold (None where it does)."""
+        s = self.s
+        if not s.flags[u] & HAS_COUNT:
+            return u
+        if s.kind[u] == REPEAT_K:
+            found = self._term.get(u)
+            if found is None:
+                found = self._term[u] = self._clamp_repeat(u)
+            return found
+        return self._term.get(u)
 
     def _kids(self, u: int) -> list[int]:
         s = self.s

@@ -32,7 +32,7 @@ from functools import cached_property
 import numpy as np
 
 from .arrays import mask_to_bools, ranges, stable_order, unique
-from .masks import SPARSE_PACK, pack_ids
+from .masks import LITTLE_ENDIAN, SPARSE_PACK, pack_ids
 from .terms import AND_K, BYTES_K, HAS_POSS, HAS_SETOP, HAS_SYM, NOTHING, REPEAT_K, SEQ_K, TermStore, refine
 from .token_trie import TokenTrie
 
@@ -416,6 +416,16 @@ class CountedBase:
     bounded_words: dict[tuple[int, int, int], np.ndarray] | None = field(default=None, compare=False)
 
     @cached_property
+    def stay_first(self) -> int:
+        """Where the stay part's unit counts reach 0 (ids before cannot stay)."""
+        return int(self.stay_units.searchsorted(np.int32(0), "left"))
+
+    @cached_property
+    def leave_first(self) -> int:
+        """Where the leave part's unit counts reach 0 (ids before cannot leave)."""
+        return int(self.leave_units.searchsorted(np.int32(0), "left"))
+
+    @cached_property
     def top(self) -> int:
         """The most units any of its tokens counts (0 for none; remembered: every count of the
         base asks for it)."""
@@ -505,17 +515,18 @@ def _base_words(base: CountedBase, lo: int, big: int, width: int) -> np.ndarray:
         found = memo.get(key)
         if found is not None:
             return found
-    lo32, big32 = np.int32(lo), np.int32(big)
+    big32 = np.int32(big)
     s, lv = base.stay_units, base.leave_units
-    sa, sb = int(s.searchsorted(np.int32(0), "left")), int(s.searchsorted(big32, "right"))
-    la, lb = int(lv.searchsorted(lo32, "left")), int(lv.searchsorted(big32, "right"))
-    if _packed_by_ids(s, sa, sb) and _packed_by_ids(lv, la, lb):
+    sa, sb = base.stay_first, int(s.searchsorted(big32, "right"))
+    la, lb = max(int(lv.searchsorted(np.int32(lo), "left")), base.leave_first), int(lv.searchsorted(big32, "right"))
+    s_out, l_out = (sa - base.stay_first) + (s.size - sb), (la - base.leave_first) + (lv.size - lb)
+    if sb - sa <= max(s_out, SPARSE_PACK) and lb - la <= max(l_out, SPARSE_PACK):
         # both parts are packed id by id: one pack of both (a few units left of a short count)
         words = pack_ids(np.concatenate([base.stay_ids[sa:sb], base.leave_ids[la:lb]]), width)
     else:
         words = np.bitwise_or(
-            _part_words(base, "stay", base.stay_ids, s, sa, sb, width),
-            _part_words(base, "leave", base.leave_ids, lv, la, lb, width),
+            _part_words(base, "stay", base.stay_ids, base.stay_first, sa, sb, s_out, width),
+            _part_words(base, "leave", base.leave_ids, base.leave_first, la, lb, l_out, width),
         )
     if memo is not None:
         words.flags.writeable = False
@@ -526,31 +537,30 @@ def _base_words(base: CountedBase, lo: int, big: int, width: int) -> np.ndarray:
     return words
 
 
-def _outside(units: np.ndarray, a: int, b: int) -> int:
-    """How many ids of the part (unit counts >= 0) lie outside ``[a, b)``."""
-    return (a - int(units.searchsorted(np.int32(0), "left"))) + (units.size - b)
-
-
-def _packed_by_ids(units: np.ndarray, a: int, b: int) -> bool:
-    """Whether :func:`_part_words` packs ``ids[a:b]`` id by id: few of them, or fewer than
-    the ids it would clear from the part's full mask."""
-    return b - a <= max(_outside(units, a, b), SPARSE_PACK)
+#: Up to this many ids are cleared from a near-full mask in Python (bytes of a copy), more with
+#: one ``np.bitwise_and.at`` (4-6 µs however few).
+TINY_CLEAR = 32
 
 
 def _part_words(
-    base: CountedBase, part: str, ids: np.ndarray, units: np.ndarray, a: int, b: int, width: int
+    base: CountedBase, part: str, ids: np.ndarray, first: int, a: int, b: int, outside: int, width: int
 ) -> np.ndarray:
-    """Packed ``ids[a:b]`` (``units`` ascending, ``a`` at or after the first unit count >= 0)."""
-    first = int(units.searchsorted(np.int32(0), "left"))
-    a, b = int(a), int(b)
-    outside = _outside(units, a, b)
+    """Packed ``ids[a:b]`` (unit counts ascending from ``first``, the first count >= 0, with
+    ``first <= a``); ``outside`` ids of the part lie outside ``[a, b)``."""
     if b - a <= max(outside, SPARSE_PACK):
         return pack_ids(ids[a:b], width)
     full = base.full_words.get((part, width))
     if full is None:
         full = base.full_words[(part, width)] = pack_ids(ids[first:], width)
+    if not outside:
+        return full.copy()
+    out = np.concatenate([ids[first:a], ids[b:]])
+    if outside <= TINY_CLEAR and LITTLE_ENDIAN:
+        buf = bytearray(memoryview(np.ascontiguousarray(full)).cast("B"))
+        for i in out.tolist():
+            buf[i >> 3] &= ~(1 << (i & 7)) & 0xFF
+        return np.frombuffer(buf, dtype=np.int32)
     words = full.view(np.uint32).copy()
-    if outside:
-        out = np.concatenate([ids[first:a], ids[b:]]).astype(np.int64)
-        np.bitwise_and.at(words, out >> 5, ~np.left_shift(np.uint32(1), (out & 31).astype(np.uint32)))
+    out = out.astype(np.int64)
+    np.bitwise_and.at(words, out >> 5, ~np.left_shift(np.uint32(1), (out & 31).astype(np.uint32)))
     return words.view(np.int32)

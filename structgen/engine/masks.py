@@ -40,7 +40,7 @@ def _or_ids_python(words: np.ndarray, ids: np.ndarray) -> None:
 #: On a little-endian machine bit ``i % 32`` of int32 word ``i // 32`` is bit ``i % 8`` of byte
 #: ``i // 8``: a few ids are set in a ``bytearray`` (Python ints, no numpy scalars), viewed as
 #: the words without a copy. About 0.5-0.8 µs less per small mask than a numpy zeros-or-view.
-_BYTE_BITS = sys.byteorder == "little"
+LITTLE_ENDIAN = sys.byteorder == "little"
 
 
 def _tiny_words(buf: bytearray, ids: np.ndarray) -> np.ndarray:
@@ -52,7 +52,7 @@ def _tiny_words(buf: bytearray, ids: np.ndarray) -> np.ndarray:
 def pack_ids(ids: np.ndarray, width: int) -> np.ndarray:
     """The packed int32 mask with the bits of ``ids`` set."""
     if len(ids) <= TINY_PACK:
-        if _BYTE_BITS:
+        if LITTLE_ENDIAN:
             return _tiny_words(bytearray(words_for(width) * 4), np.asarray(ids))
         words = np.zeros(words_for(width), dtype=np.uint32)
         _or_ids_python(words, np.asarray(ids))
@@ -73,7 +73,7 @@ def pack_ids_onto(words: np.ndarray, ids: np.ndarray) -> np.ndarray:
     if len(ids) == 0 and not words.flags.writeable:
         return words
     if len(ids) <= TINY_PACK:
-        if _BYTE_BITS and words.dtype == np.int32 and words.flags.c_contiguous:
+        if LITTLE_ENDIAN and words.dtype == np.int32 and words.flags.c_contiguous:
             return _tiny_words(bytearray(memoryview(words).cast("B")), np.asarray(ids))
         out = words.view(np.uint32).copy()
         _or_ids_python(out, np.asarray(ids))
