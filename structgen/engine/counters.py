@@ -412,6 +412,9 @@ class CountedBase:
     leave_units: np.ndarray
     #: packed masks of every id that can stay / leave, per (part, logit width), built on demand
     full_words: dict[tuple[str, int], np.ndarray] = field(default_factory=dict, compare=False)
+    #: packed masks of a part's slices packed id by id, per (part, start, end, width): the ids
+    #: that leave a string are one slice at every count that leaves room for all of them
+    slice_words: dict[tuple[str, int, int, int], np.ndarray] = field(default_factory=dict, compare=False)
     #: filtered packed masks per (lo, hi, width), kept where the base is shared (a loop region's)
     bounded_words: dict[tuple[int, int, int], np.ndarray] | None = field(default=None, compare=False)
 
@@ -439,6 +442,8 @@ class CountedBase:
 SMALL_BASE = 8192
 #: Filtered masks kept per shared base (one per distinct clamped count bounds met).
 MAX_BOUNDED_WORDS = 256
+#: Packed slices kept per base (see ``CountedBase.slice_words``).
+MAX_SLICE_WORDS = 16
 
 #: What the filters take: one sorted mask, or the sorted parts of one mask.
 Bases = CountedBase | tuple[CountedBase, ...]
@@ -548,7 +553,15 @@ def _part_words(
     """Packed ``ids[a:b]`` (unit counts ascending from ``first``, the first count >= 0, with
     ``first <= a``); ``outside`` ids of the part lie outside ``[a, b)``."""
     if b - a <= max(outside, SPARSE_PACK):
-        return pack_ids(ids[a:b], width)
+        key = (part, a, b, width)
+        found = base.slice_words.get(key)
+        if found is None:
+            found = pack_ids(ids[a:b], width)
+            with _counts_lock:
+                if len(base.slice_words) >= MAX_SLICE_WORDS:
+                    base.slice_words.pop(next(iter(base.slice_words)), None)
+                base.slice_words[key] = found
+        return found  # only ever or-ed into a new mask: shared as it is
     full = base.full_words.get((part, width))
     if full is None:
         full = base.full_words[(part, width)] = pack_ids(ids[first:], width)
