@@ -43,22 +43,27 @@ def _masks(grammar: Grammar, vocab, text: str, monkeypatch, shared: bool) -> lis
     return out
 
 
+def _count_hits(monkeypatch) -> list[int]:  # type: ignore[no-untyped-def]
+    """A one-element list counting the shared walks found from now on."""
+    hits = [0]
+    real_lookup = shared_walks.lookup
+
+    def counting_lookup(*args):  # type: ignore[no-untyped-def]
+        found = real_lookup(*args)
+        hits[0] += found is not None
+        return found
+
+    monkeypatch.setattr(shared_walks, "lookup", counting_lookup)
+    return hits
+
+
 @pytest.mark.parametrize("vocab_name", ["llama-bpe", "llama-spm"])
 def test_shared_walks_equal_each_constraints_own(vocab_name: str, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """Schemas in a row, as a server meets them: each later one finds heads the earlier ones
     walked (the hits are counted), and its masks equal those it computes without them."""
     vocab = load_vocab(vocab_name)
     shared_walks.clear()
-    hits = 0
-    real_lookup = shared_walks.lookup
-
-    def counting_lookup(*args):  # type: ignore[no-untyped-def]
-        nonlocal hits
-        found = real_lookup(*args)
-        hits += found is not None
-        return found
-
-    monkeypatch.setattr(shared_walks, "lookup", counting_lookup)
+    hits = _count_hits(monkeypatch)
     for name in ("realistic_model", "tool_call", "tool_union", "wide_object"):
         grammar = Grammar.from_json_schema(_schema(name))
         for text in _texts(name, 1):
@@ -66,7 +71,7 @@ def test_shared_walks_equal_each_constraints_own(vocab_name: str, monkeypatch) -
             off = _masks(grammar, vocab, text, monkeypatch, False)
             for i, (a, b) in enumerate(zip(on, off)):
                 assert np.array_equal(a, b), f"{name}: masks differ at token {i} of {text[:60]!r}"
-    assert hits, "no constraint found a walk another one made"
+    assert hits[0], "no constraint found a walk another one made"
 
 
 def test_shared_walks_equal_the_matcher(monkeypatch) -> None:  # type: ignore[no-untyped-def]
@@ -90,20 +95,11 @@ def test_shared_walks_equal_the_matcher(monkeypatch) -> None:  # type: ignore[no
     walk_against_matcher(
         Constraint.compile(g1, vocab), g1, vocab, json.dumps({"a1": 5, "b1": True, "c1": "q"}).encode()
     )
-    hits = 0
-    real_lookup = shared_walks.lookup
-
-    def counting_lookup(*args):  # type: ignore[no-untyped-def]
-        nonlocal hits
-        found = real_lookup(*args)
-        hits += found is not None
-        return found
-
-    monkeypatch.setattr(shared_walks, "lookup", counting_lookup)
+    hits = _count_hits(monkeypatch)
     g2 = Grammar.from_json_schema(second)
     c2 = Constraint.compile(g2, vocab)
     walk_against_matcher(c2, g2, vocab, json.dumps({"zz": -12, "yy": False, "xx": "a b"}).encode())
-    assert hits, "the second schema found no walk of the first"
+    assert hits[0], "the second schema found no walk of the first"
 
 
 def test_equal_structures_get_equal_ids() -> None:
