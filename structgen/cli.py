@@ -5,7 +5,8 @@
   column of the first byte that cannot be part of any valid text;
 * ``structgen generate [--model FILE.gguf] --schema SCHEMA PROMPT`` streams the output to stderr
   and prints the validated JSON on stdout;
-* ``structgen demo`` runs the demo (SmolLM2-135M-Instruct fills a Pydantic model).
+* ``structgen demo`` runs the demo (SmolLM2-135M-Instruct fills a Pydantic model);
+* ``structgen serve MODEL`` runs the OpenAI-compatible server (:mod:`structgen.server`).
 
 SCHEMA is a JSON Schema file (``.json``, or ``-`` for stdin, or inline ``{...}``), a grammar
 file (``.gbnf``, ``.glrm``, ``.regex``), or ``module:Name`` naming a Pydantic model, a type,
@@ -262,6 +263,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_serve(args: argparse.Namespace) -> int:
+    # the server's packages are an optional extra; without them this import says how to install them
+    from .server.serve import main as serve_main
+
+    return serve_main(args)
+
+
 # -- parser -----------------------------------------------------------------------------------
 
 
@@ -310,6 +318,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--temperature", type=float, default=0.0)
     p.add_argument("--threads", type=int, default=None)
     p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser("serve", help="an OpenAI-compatible server that enforces every schema and tool call")
+    p.add_argument("model", help="a GGUF file, a model folder (transformers), or smollm2 / gemma3-270m")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
+    p.add_argument("--port", type=int, default=8000, help="port (0: a free one, told in the ready line)")
+    p.add_argument("--runtime", choices=["llama", "transformers"], default="llama")
+    p.add_argument("--api-key", help="require 'Authorization: Bearer KEY' (default: $STRUCTGEN_API_KEY)")
+    p.add_argument("--n-ctx", type=int, default=4096, help="context length (llama runtime)")
+    p.add_argument("--threads", type=int, default=None)
+    p.set_defaults(func=cmd_serve)
     return ap
 
 
