@@ -54,7 +54,10 @@ def create_app(model: Any, config: ServerConfig | None = None) -> Starlette:
             await asyncio.to_thread(w.close)
 
     async def health(request: Request) -> Response:
-        return JSONResponse({"status": "ok", "model": config.model_name, "waiting": worker().waiting})
+        w = worker()
+        return JSONResponse(
+            {"status": "ok", "model": config.model_name, "waiting": w.waiting, "cancelled": w.cancelled}
+        )
 
     async def list_models(request: Request) -> Response:
         return JSONResponse({"object": "list", "data": [model_card(config.model_name, started)]})

@@ -61,6 +61,8 @@ _USED_FIELDS = frozenset(
     }
 )
 
+_MESSAGE_KEYS = ("role", "content", "name", "tool_calls", "tool_call_id")
+
 _ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
 
 #: structgen's options (the ``structgen`` field) that pass on as schema options.
@@ -198,10 +200,14 @@ def _messages(value: Any, config: ServerConfig) -> list[dict[str, Any]]:
         where = f"messages[{i}]"
         if not isinstance(m, dict):
             raise invalid(f"{where} must be an object", param=where)
+        if m.get("name") is not None and not isinstance(m["name"], str):
+            raise invalid(f"{where}.name must be a string", param=f"{where}.name")
         role = m.get("role")
         if role not in _ROLES:
             raise invalid(f"{where}.role must be one of {', '.join(sorted(_ROLES))}", param=f"{where}.role")
-        message = dict(m)
+        # Only what a chat template renders: clients echo assistant messages back with fields of
+        # the response (refusal, annotations, reasoning_content...) that are not prompt.
+        message = {key: m[key] for key in _MESSAGE_KEYS if key in m}
         # Chat templates know "system"; OpenAI's "developer" is the same instruction slot.
         if role == "developer":
             message["role"] = "system"

@@ -58,6 +58,7 @@ class ModelWorker:
         self.max_queued = max_queued
         self._queue: queue.Queue[Any] = queue.Queue()
         self._waiting = 0
+        self._cancelled = 0
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._serve, name="structgen-model", daemon=True)
         self._thread.start()
@@ -67,6 +68,16 @@ class ModelWorker:
         """Requests queued or running."""
         with self._lock:
             return self._waiting
+
+    @property
+    def cancelled(self) -> int:
+        """Jobs stopped or skipped because their client went away, since the start."""
+        with self._lock:
+            return self._cancelled
+
+    def _count_cancelled(self) -> None:
+        with self._lock:
+            self._cancelled += 1
 
     def submit(self, job: Job) -> None:
         """Queue ``job``; a 429 if the queue is full (the one running does not count)."""
@@ -88,7 +99,9 @@ class ModelWorker:
                 self._drain()
                 return
             try:
-                if not job.cancelled:
+                if job.cancelled:
+                    self._count_cancelled()
+                else:
                     self._run(job)
             except BaseException:  # noqa: BLE001 - the worker must outlive every request
                 log.exception("a request failed")
@@ -118,6 +131,7 @@ class ModelWorker:
         try:
             for delta in stream:
                 if job.cancelled:
+                    self._count_cancelled()
                     return
                 if job.stream_deltas:
                     job.post("delta", delta)

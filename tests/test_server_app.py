@@ -1,0 +1,280 @@
+"""The server's HTTP behaviour without a model: routes, auth, limits, error shapes, and whole
+answers from a scripted runtime over a byte vocabulary (``generation_support``), through
+Starlette's TestClient and through the real ``openai`` client on top of it."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import jsonschema
+import pytest
+from generation_support import ScriptedRuntime, byte_vocab
+
+pytest.importorskip("starlette", reason="the server extra is not installed (pip install '.[server]')")
+pytest.importorskip("httpx", reason="Starlette's TestClient needs httpx")
+
+from starlette.testclient import TestClient  # noqa: E402
+
+from structgen.server import ServerConfig, create_app  # noqa: E402
+
+PERSON = {
+    "type": "object",
+    "properties": {"name": {"type": "string", "maxLength": 12}, "age": {"type": "integer", "minimum": 0}},
+    "required": ["name", "age"],
+    "additionalProperties": False,
+}
+WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Weather in a city",
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"type": "string", "maxLength": 10}},
+            "required": ["city"],
+            "additionalProperties": False,
+        },
+    },
+}
+USER = [{"role": "user", "content": "Give me a person."}]
+KEY = "sk-test-123"
+
+
+def person_format(schema=PERSON):
+    return {"type": "json_schema", "json_schema": {"name": "person", "schema": schema, "strict": True}}
+
+
+@pytest.fixture(scope="module")
+def vocab():
+    return byte_vocab()
+
+
+def make_client(vocab, script='{"name": "Ada", "age": 36}', **config):
+    config.setdefault("model_name", "scripted")
+    app = create_app(ScriptedRuntime(vocab, script), ServerConfig(**config))
+    return TestClient(app)
+
+
+@pytest.fixture
+def client(vocab):
+    with make_client(vocab) as c:
+        yield c
+
+
+def post(client, body, **kwargs):
+    return client.post("/v1/chat/completions", json=body, **kwargs)
+
+
+def assert_error(response, status, *words):
+    assert response.status_code == status, response.text
+    error = response.json()["error"]
+    assert set(error) >= {"message", "type", "param", "code"}
+    for w in words:
+        assert w in error["message"]
+    return error
+
+
+# -- routes -----------------------------------------------------------------------------------
+
+
+def test_health_and_models(client):
+    assert client.get("/health").json()["status"] == "ok"
+    models = client.get("/v1/models").json()
+    assert models["object"] == "list" and [m["id"] for m in models["data"]] == ["scripted"]
+    assert client.get("/v1/models/scripted").json()["id"] == "scripted"
+    assert_error(client.get("/v1/models/gpt-4"), 404, "gpt-4")
+
+
+def test_unknown_routes_and_methods_have_openai_error_shapes(client):
+    assert_error(client.get("/v1/completions"), 404, "/v1/completions")
+    assert_error(client.get("/v1/chat/completions"), 405)
+
+
+def test_bad_bodies(client):
+    assert_error(client.post("/v1/chat/completions", content=b"{", headers={"content-type": "application/json"}), 400)
+    assert_error(client.post("/v1/chat/completions", content=b"", headers={"content-type": "application/json"}), 400)
+    assert_error(client.post("/v1/chat/completions", content=b"{}", headers={"content-type": "text/plain"}), 415)
+    assert_error(post(client, {"model": "scripted"}), 400, "messages")
+    assert_error(post(client, {"messages": USER, "model": "other"}), 404, "other")
+    assert_error(post(client, {"messages": USER, "guided_json": PERSON}), 400, "guided_json")
+
+
+def test_body_size_limit(vocab):
+    with make_client(vocab, max_body_bytes=2000) as c:
+        big = [{"role": "user", "content": "x" * 3000}]
+        assert_error(post(c, {"messages": big}), 413)
+
+
+def test_api_key(vocab):
+    with make_client(vocab, api_key=KEY) as c:
+        for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": KEY}):
+            response = c.get("/v1/models", headers=headers)
+            assert_error(response, 401)
+            assert response.headers["www-authenticate"] == "Bearer"
+        assert_error(post(c, {"messages": USER}), 401)
+        assert c.get("/v1/models", headers={"Authorization": f"Bearer {KEY}"}).status_code == 200
+
+
+# -- answers ----------------------------------------------------------------------------------
+
+
+def test_json_schema_answer(client):
+    response = post(client, {"messages": USER, "response_format": person_format(), "max_tokens": 40})
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["object"] == "chat.completion" and body["model"] == "scripted"
+    choice = body["choices"][0]
+    assert choice["message"]["role"] == "assistant"
+    jsonschema.validate(json.loads(choice["message"]["content"]), PERSON)
+    assert choice["finish_reason"] in ("stop", "length")
+    usage = body["usage"]
+    assert usage["total_tokens"] == usage["prompt_tokens"] + usage["completion_tokens"] > 0
+
+
+def test_an_invalid_script_still_gives_a_valid_answer(vocab):
+    with make_client(vocab, script="I am not JSON at all") as c:
+        response = post(c, {"messages": USER, "response_format": person_format(), "max_tokens": 40, "seed": 1})
+        jsonschema.validate(json.loads(response.json()["choices"][0]["message"]["content"]), PERSON)
+
+
+def test_unenforceable_schema_is_a_400_naming_keyword_and_pointer(client):
+    schema = {"type": "object", "properties": {"when": {"type": "string", "format": "no-such-format"}}}
+    for stream in (False, True):
+        response = post(client, {"messages": USER, "response_format": person_format(schema), "stream": stream})
+        error = assert_error(response, 400, "format", "/properties/when")
+        assert error["keyword"] == "format" and error["pointer"] == "/properties/when"
+        assert error["param"] == "response_format" and error["code"] == "unsupported_schema"
+
+
+def test_max_tokens_too_small_for_any_valid_output_is_a_400(client):
+    response = post(client, {"messages": USER, "response_format": person_format(), "max_tokens": 3})
+    assert assert_error(response, 400)["param"] == "max_tokens"
+
+
+def test_tool_call_answer(vocab):
+    script = '{"name": "get_weather", "arguments": {"city": "Oslo"}}'
+    with make_client(vocab, script=script) as c:
+        body = {"messages": USER, "tools": [WEATHER], "tool_choice": "required", "max_tokens": 60}
+        response = post(c, body)
+        assert response.status_code == 200, response.text
+        choice = response.json()["choices"][0]
+        assert choice["finish_reason"] == "tool_calls"
+        calls = choice["message"]["tool_calls"]
+        assert calls and all(call["type"] == "function" and call["id"] for call in calls)
+        for call in calls:
+            assert call["function"]["name"] == "get_weather"
+            jsonschema.validate(json.loads(call["function"]["arguments"]), WEATHER["function"]["parameters"])
+
+
+def sse_events(response) -> list:
+    events = []
+    for line in response.iter_lines():
+        if line.startswith("data: "):
+            data = line[len("data: ") :]
+            events.append(data if data == "[DONE]" else json.loads(data))
+    return events
+
+
+def test_streamed_answer_joins_into_a_valid_result(client):
+    body = {
+        "messages": USER,
+        "response_format": person_format(),
+        "max_tokens": 40,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    with client.stream("POST", "/v1/chat/completions", json=body) as response:
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/event-stream")
+        events = sse_events(response)
+    assert events[-1] == "[DONE]"
+    chunks = events[:-1]
+    assert all(c["object"] == "chat.completion.chunk" for c in chunks)
+    assert chunks[0]["choices"][0]["delta"]["role"] == "assistant"
+    text = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks if c["choices"])
+    jsonschema.validate(json.loads(text), PERSON)
+    finishes = [c["choices"][0]["finish_reason"] for c in chunks if c["choices"] and c["choices"][0]["finish_reason"]]
+    assert finishes in (["stop"], ["length"])
+    assert chunks[-1]["choices"] == [] and chunks[-1]["usage"]["completion_tokens"] > 0
+    assert all(c["usage"] is None for c in chunks[:-1])
+
+
+# -- a real server in this process, and the openai client ----------------------------------------
+
+
+def script_for(prompt: str) -> str:
+    """What the scripted model wants to write: a long list of numbers when asked for them."""
+    if "numbers" in prompt:
+        return "[" + ", ".join(["1"] * 4000) + "]"
+    return '{"name": "Ada", "age": 36}'
+
+
+@pytest.fixture
+def live_server(vocab):
+    """uvicorn serving the scripted runtime on a free loopback port, in a thread."""
+    uvicorn = pytest.importorskip("uvicorn")
+    app = create_app(ScriptedRuntime(vocab, script_for), ServerConfig("scripted", api_key=KEY))
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    for _ in range(500):  # up to 10 s
+        if server.started or not thread.is_alive():
+            break
+        time.sleep(0.02)
+    assert server.started, "uvicorn did not start"
+    port = server.servers[0].sockets[0].getsockname()[1]
+    yield f"http://127.0.0.1:{port}"
+    server.should_exit = True
+    thread.join(timeout=10)
+
+
+def test_the_openai_client_against_a_live_server(live_server):
+    openai = pytest.importorskip("openai")
+    client = openai.OpenAI(base_url=f"{live_server}/v1", api_key=KEY, max_retries=0)
+    answer = client.chat.completions.create(
+        model="scripted", messages=USER, response_format=person_format(), max_tokens=40
+    )
+    jsonschema.validate(json.loads(answer.choices[0].message.content), PERSON)
+    assert answer.usage.completion_tokens > 0
+
+    parts = client.chat.completions.create(
+        model="scripted", messages=USER, response_format=person_format(), max_tokens=40, stream=True
+    )
+    text = "".join(chunk.choices[0].delta.content or "" for chunk in parts if chunk.choices)
+    jsonschema.validate(json.loads(text), PERSON)
+
+    bad = person_format({"type": "string", "format": "no-such-format"})
+    with pytest.raises(openai.BadRequestError) as info:
+        client.chat.completions.create(model="scripted", messages=USER, response_format=bad)
+    assert "format" in str(info.value) and info.value.body["keyword"] == "format" and info.value.body["pointer"] == ""
+    with pytest.raises(openai.BadRequestError, match="beam_width"):
+        client.chat.completions.create(model="scripted", messages=USER, extra_body={"structgen": {"beam_width": 2}})
+    wrong = openai.OpenAI(base_url=f"{live_server}/v1", api_key="nope", max_retries=0)
+    with pytest.raises(openai.AuthenticationError):
+        wrong.models.list()
+
+
+def test_a_client_that_goes_away_cancels_its_generation(live_server):
+    httpx = pytest.importorskip("httpx")
+    headers = {"Authorization": f"Bearer {KEY}"}
+    # an open-ended grammar and a large budget: generation would run on long after the client left
+    body = {
+        "messages": [{"role": "user", "content": "Many numbers, please."}],
+        "response_format": person_format({"type": "array", "items": {"type": "integer"}}),
+        "max_tokens": 5000,
+        "stream": True,
+    }
+    with httpx.Client(base_url=live_server, headers=headers, timeout=30) as http:
+        before = http.get("/health").json()["cancelled"]
+        with http.stream("POST", "/v1/chat/completions", json=body) as response:
+            assert response.status_code == 200
+            next(response.iter_lines())
+        health = http.get("/health").json()
+        for _ in range(1000):  # bounded wait for the worker to notice, up to 20 s
+            if health["cancelled"] > before and health["waiting"] == 0:
+                break
+            time.sleep(0.02)
+            health = http.get("/health").json()
+        assert health["cancelled"] == before + 1 and health["waiting"] == 0
