@@ -1,7 +1,8 @@
 """The real server process with SmolLM2 (``python -m structgen serve smollm2``) on a free loopback
 port, driven by the ``openai`` client: every answer parses and validates, or is a 4xx that says why.
 
-Marked ``model``. Budgets are small: SmolLM2-135M on a shared CPU writes a few dozen tokens a second.
+Marked ``model``. Budgets are small: on a loaded 2-core machine SmolLM2-135M can take a second
+per token. Tool-call budgets leave room for the Hermes markers (``<tool_call>`` ... ``</tool_call>``).
 """
 
 from __future__ import annotations
@@ -126,7 +127,7 @@ def server():
 
 @pytest.fixture(scope="module")
 def client(server):
-    return openai.OpenAI(base_url=f"{server}/v1", api_key=KEY, max_retries=0, timeout=300)
+    return openai.OpenAI(base_url=f"{server}/v1", api_key=KEY, max_retries=0, timeout=900)
 
 
 def check_calls(message, *, at_most=None):
@@ -145,7 +146,7 @@ def test_json_schema_answer_parses_and_validates(client):
         model="smollm2",
         messages=[{"role": "user", "content": "Invent a person: a name and an age."}],
         response_format=person_format(),
-        max_tokens=40,
+        max_tokens=32,
         temperature=0.7,
         seed=1,
     )
@@ -168,7 +169,7 @@ def test_json_object_answer_is_a_json_object(client):
 
 def test_tool_choice_required(client):
     answer = client.chat.completions.create(
-        model="smollm2", messages=WEATHER_QUESTION, tools=TOOLS, tool_choice="required", max_tokens=60, seed=3
+        model="smollm2", messages=WEATHER_QUESTION, tools=TOOLS, tool_choice="required", max_tokens=96, seed=3
     )
     assert answer.choices[0].finish_reason == "tool_calls"
     check_calls(answer.choices[0].message)
@@ -180,7 +181,7 @@ def test_tool_choice_named(client):
         messages=WEATHER_QUESTION,
         tools=TOOLS,
         tool_choice={"type": "function", "function": {"name": "get_time"}},
-        max_tokens=60,
+        max_tokens=96,
         seed=4,
     )
     assert answer.choices[0].finish_reason == "tool_calls"
@@ -189,7 +190,7 @@ def test_tool_choice_named(client):
 
 def test_tool_choice_auto(client):
     answer = client.chat.completions.create(
-        model="smollm2", messages=WEATHER_QUESTION, tools=TOOLS, tool_choice="auto", max_tokens=60, seed=5
+        model="smollm2", messages=WEATHER_QUESTION, tools=TOOLS, tool_choice="auto", max_tokens=72, seed=5
     )
     choice = answer.choices[0]
     if choice.message.tool_calls:
@@ -215,7 +216,7 @@ def test_parallel_tool_calls_false_gives_one_call(client):
         tools=TOOLS,
         tool_choice="required",
         parallel_tool_calls=False,
-        max_tokens=60,
+        max_tokens=96,
         seed=7,
     )
     check_calls(answer.choices[0].message, at_most=1)
@@ -226,7 +227,7 @@ def test_streamed_json_schema_answer_joins_into_a_valid_result(client):
         model="smollm2",
         messages=[{"role": "user", "content": "Invent a person: a name and an age."}],
         response_format=person_format(),
-        max_tokens=40,
+        max_tokens=32,
         seed=8,
         stream=True,
         stream_options={"include_usage": True},
@@ -245,7 +246,7 @@ def test_streamed_tool_calls_join_into_valid_calls(client):
         messages=WEATHER_QUESTION,
         tools=TOOLS,
         tool_choice="required",
-        max_tokens=60,
+        max_tokens=96,
         seed=9,
         stream=True,
     )
@@ -321,13 +322,17 @@ def test_models_endpoint(client):
     assert [m.id for m in client.models.list().data] == ["smollm2"]
 
 
+# small, so that sixteen answers cost little model time: the test is about the queue
+SMALL = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"], "additionalProperties": False}
+
+
 def test_sixteen_concurrent_requests_all_valid_and_the_server_stays_up(client, server):
     def ask(i: int):
         return client.chat.completions.create(
             model="smollm2",
-            messages=[{"role": "user", "content": f"Invent person number {i}."}],
-            response_format=person_format(),
-            max_tokens=24,
+            messages=[{"role": "user", "content": f"Is {i} a small number?"}],
+            response_format=person_format(SMALL),
+            max_tokens=16,
             seed=i,
             stream=(i % 4 == 0),
         )
@@ -339,6 +344,6 @@ def test_sixteen_concurrent_requests_all_valid_and_the_server_stays_up(client, s
             text = "".join(c.choices[0].delta.content or "" for c in answer if c.choices)
         else:
             text = answer.choices[0].message.content
-        jsonschema.validate(json.loads(text), PERSON)
+        jsonschema.validate(json.loads(text), SMALL)
     health = httpx.get(f"{server}/health", headers={"Authorization": f"Bearer {KEY}"}, timeout=30).json()
     assert health["status"] == "ok"

@@ -154,9 +154,10 @@ def test_max_tokens_too_small_for_any_valid_output_is_a_400(client):
 
 
 def test_tool_call_answer(vocab):
-    script = '{"name": "get_weather", "arguments": {"city": "Oslo"}}'
+    # the Hermes format, the default for a runtime whose template knows no tools
+    script = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n</tool_call>'
     with make_client(vocab, script=script) as c:
-        body = {"messages": USER, "tools": [WEATHER], "tool_choice": "required", "max_tokens": 60}
+        body = {"messages": USER, "tools": [WEATHER], "tool_choice": "required", "max_tokens": 200}
         response = post(c, body)
         assert response.status_code == 200, response.text
         choice = response.json()["choices"][0]
@@ -278,3 +279,69 @@ def test_a_client_that_goes_away_cancels_its_generation(live_server):
             time.sleep(0.02)
             health = http.get("/health").json()
         assert health["cancelled"] == before + 1 and health["waiting"] == 0
+
+
+def test_streamed_tool_call_deltas_join_into_valid_calls(vocab):
+    script = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n</tool_call>'
+    with make_client(vocab, script=script) as c:
+        body = {"messages": USER, "tools": [WEATHER], "tool_choice": "required", "max_tokens": 200, "stream": True}
+        with c.stream("POST", "/v1/chat/completions", json=body) as response:
+            events = sse_events(response)
+    assert events[-1] == "[DONE]"
+    calls: dict[int, dict] = {}
+    finish = None
+    for chunk in events[:-1]:
+        choice = chunk["choices"][0]
+        finish = choice["finish_reason"] or finish
+        for part in choice["delta"].get("tool_calls") or []:
+            call = calls.setdefault(part["index"], {"arguments": ""})
+            if "id" in part:
+                assert part["type"] == "function" and "name" in part["function"] and "name" not in call
+                call.update(id=part["id"], name=part["function"]["name"])
+            call["arguments"] += part.get("function", {}).get("arguments", "")
+    assert finish == "tool_calls" and calls
+    for call in calls.values():
+        assert call["id"] and call["name"] == "get_weather"
+        jsonschema.validate(json.loads(call["arguments"]), WEATHER["function"]["parameters"])
+
+
+def test_response_fields_echoed_back_in_the_history_are_not_prompt(client):
+    history = USER + [
+        {"role": "assistant", "content": "Hello", "refusal": None, "annotations": [], "reasoning_content": "hm"},
+        {"role": "user", "content": "Now a person."},
+    ]
+    response = post(client, {"messages": history, "response_format": person_format(), "max_tokens": 40})
+    assert response.status_code == 200, response.text
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_every_200_validates_whatever_the_model_wants(vocab, seed):
+    """A model that wants to write something else entirely (noise over a wrong script) still
+    gets only valid answers."""
+    with make_client(vocab, script='{"name": 12, "age": "old", "extra": true}') as c:
+        body = {"messages": USER, "response_format": person_format(), "max_tokens": 40, "seed": seed}
+        response = post(c, dict(body, temperature=1.5))
+        assert response.status_code == 200, response.text
+        jsonschema.validate(json.loads(response.json()["choices"][0]["message"]["content"]), PERSON)
+
+
+def test_a_full_queue_is_a_429_and_the_waiting_request_still_completes(vocab):
+    release = threading.Event()
+    # the model blocks in its first forward pass until released: one request is running
+    runtime = ScriptedRuntime(vocab, '{"name": "Ada", "age": 36}', on_feed=lambda n: release.wait(30))
+    body = {"messages": USER, "response_format": person_format(), "max_tokens": 40}
+    with TestClient(create_app(runtime, ServerConfig("scripted", max_queued=0))) as c:
+        first: list = []
+        thread = threading.Thread(target=lambda: first.append(post(c, body)))
+        thread.start()
+        try:
+            for _ in range(1500):  # bounded wait for the first request to reach the model, up to 30 s
+                if c.get("/health").json()["waiting"] == 1:
+                    break
+                time.sleep(0.02)
+            assert_error(post(c, body), 429, "busy")
+        finally:
+            release.set()
+            thread.join(timeout=60)
+        assert first[0].status_code == 200, first[0].text
+        jsonschema.validate(json.loads(first[0].json()["choices"][0]["message"]["content"]), PERSON)

@@ -246,7 +246,11 @@ def test_streaming_fields():
 
 def test_structgen_options():
     kwargs = check(structgen={"thinking_budget": 64, "whitespace": "compact", "top_k": 5}).prepare_kwargs
-    assert kwargs["thinking"] == 64 and kwargs["top_k"] == 5
+    assert kwargs["thinking"] == {"budget": 64} and kwargs["top_k"] == 5
+    assert check(structgen={"thinking_budget": 0}).prepare_kwargs["thinking"] is False
+    assert check(structgen={"thinking": True}).prepare_kwargs["thinking"] is True
+    assert check(structgen={"thinking": True, "thinking_budget": 8}).prepare_kwargs["thinking"] == {"budget": 8}
+    refused(structgen={"thinking": "yes"})
     assert kwargs["schema_options"] == {"whitespace": "compact"}
     assert check(structgen={"strict": True, "indent": 4}).prepare_kwargs["schema_options"] == {
         "strict": True,

@@ -32,8 +32,17 @@ def completion(result: Any, *, id_: str, created: int, model: str) -> dict[str, 
         "model": model,
         "system_fingerprint": SYSTEM_FINGERPRINT,
         "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": result.finish_reason}],
-        "usage": dict(result.usage),
+        "usage": usage(result),
     }
+
+
+def usage(result: Any) -> dict[str, Any]:
+    """OpenAI's usage object; the thinking block's tokens as ``reasoning_tokens``."""
+    out: dict[str, Any] = dict(result.usage)
+    reasoning_tokens = getattr(result, "reasoning_tokens", 0)
+    if reasoning_tokens:
+        out["completion_tokens_details"] = {"reasoning_tokens": reasoning_tokens}
+    return out
 
 
 class ChunkWriter:
@@ -95,7 +104,7 @@ class ChunkWriter:
                         "model": self.model,
                         "system_fingerprint": SYSTEM_FINGERPRINT,
                         "choices": [],
-                        "usage": dict(result.usage),
+                        "usage": usage(result),
                     }
                 )
             )

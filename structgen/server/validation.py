@@ -396,9 +396,14 @@ def _structgen_options(value: Any) -> dict[str, Any]:
                 raise invalid(f"{param} must be a boolean", param=param)
             schema_options[key] = option
         elif key == "thinking_budget":
-            if option is not None and (not _is_int(option) or option < 0):
-                raise invalid(f"{param} must be an integer >= 0 (tokens of reasoning) or null", param=param)
-            out["thinking"] = option
+            # 0: no thinking block; N: at most N tokens of reasoning before the answer
+            if not _is_int(option) or option < 0:
+                raise invalid(f"{param} must be an integer >= 0 (tokens of reasoning)", param=param)
+            out["thinking"] = {"budget": option} if option else False
+        elif key == "thinking":
+            if not isinstance(option, bool):
+                raise invalid(f"{param} must be a boolean (thinking_budget sets the budget)", param=param)
+            out.setdefault("thinking", option)
         elif key == "top_k":
             if not _is_int(option) or option < 0:
                 raise invalid(f"{param} must be an integer >= 0", param=param)
