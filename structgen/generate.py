@@ -538,7 +538,7 @@ class Generation:
         tail = result.text[self._emitted :]
         if tail:
             self._emitted += len(tail)
-            yield (self.decoding.segment.label, tail)
+            yield (self._text_label(), tail)
         return result
 
     @property
@@ -611,7 +611,7 @@ class Generation:
     def _close_segment(self) -> Iterator[tuple[str, str]]:
         self._decoded[-1] += self._utf8.decode(b"", final=True)
         self._utf8.reset()
-        label = self.decoding.segments[len(self._texts) - 1].label
+        label = self._text_label()
         rest = self._decoded[-1][self._emitted :]
         if rest:
             yield (label, rest)
@@ -625,13 +625,18 @@ class Generation:
         to start a stop string."""
         text = self._decoded[-1]
         end = len(text)
-        if self.opts.stop and self.decoding.in_last_segment:
+        if self.opts.stop and len(self._texts) == len(self.decoding.segments):
             end -= max(len(s) for s in self.opts.stop) - 1
         if end <= self._emitted:
             return None
         chunk = text[self._emitted : end]
         self._emitted = end
-        return (self.decoding.segment.label, chunk)
+        return (self._text_label(), chunk)
+
+    def _text_label(self) -> str:
+        """The label of the segment whose text is being collected (the decoding may already
+        have moved on to the next segment: that happens on the token that closes this one)."""
+        return self.decoding.segments[len(self._texts) - 1].label
 
     def _stop_position(self) -> int | None:
         """Offset (in characters) of the earliest stop string whose preceding text is complete.

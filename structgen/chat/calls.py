@@ -108,8 +108,9 @@ class AnswerScanner:
                 # the first character decides; a prefix marker may still be coming
                 undecided = not text or (fmt.prefix and fmt.prefix.startswith(text))
                 return ("" if undecided else text), []
-            return text[: max(0, len(text) - len(fmt.open) + 1)], []
-        return text[:start], self._calls(text, start)
+            # what could still turn out to start the trigger, and whitespace a call would drop
+            return text[: max(0, len(text) - len(fmt.open) + 1)].rstrip(), []
+        return text[:start].rstrip(), self._calls(text, start)
 
     def _calls(self, text: str, pos: int) -> list[RawCall]:
         fmt = self.fmt
