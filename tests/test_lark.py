@@ -101,6 +101,8 @@ CASES = [
     ("empty-alternative", 'start: "a" |', {A: ["", "a"]}),
     ("empty-group", 'start: () "a"', {A: ["a"]}),
     ("forward-reference", 'start: x y\ny: "b"\nx: "a"', {A: ["ab"]}),
+    ("directive-mid-line", 'start: "a" %ignore " "\n', {A: ["a", " a "]}),
+    ("directive-after-empty-alternative", 'start: "a"\n| %import common.WS', {A: ["a", ""]}),
     # -- literals -------------------------------------------------------------------------------
     ("escapes", r'start: "\n\t\\\"\x41\u00e9\U0001F600"', {A: ['\n\t\\"Aé😀']}),
     ("single-quotes", r"start: 'a\'b'", {A: ["a'b"]}),
@@ -280,6 +282,7 @@ ERRORS = [
     ("terminal-cycle", 'start: X\nX: X "a" | "a"', "cycle detected in terminal rule references", None),
     ("bare-dot", "start: x.y", "bare '.' is not a Lark atom", (1, 9)),
     ("regex-flag-m", "start: /a/m", "unsupported regex flag 'm'", (1, 8)),
+    ("regex-flag-twice", "start: /a/ii", "duplicate regex flag 'i'", (1, 8)),
     ("regex-lookahead", "start: /(?=a)a/", "invalid regex", (1, 8)),
     ("regex-anchor", "start: /^a$/", "invalid regex", (1, 8)),
     ("regex-lazy-quantifier", "start: /a*?b/", "invalid regex", (1, 8)),

@@ -183,8 +183,9 @@ class _Reader:
         self.declared[name] = offset
 
     def end_of_line(self) -> None:
+        """A body ends at a newline, or where a directive starts (glrmask reads one mid-line)."""
         tok = self.lx.peek()
-        if tok.kind not in (NL, EOF):
+        if tok.kind not in (NL, EOF, DIRECTIVE):
             raise self.error(f"expected the end of the line, got {tok.describe()}", tok.offset)
 
     def declaration(self) -> None:
@@ -324,6 +325,8 @@ class _Reader:
         while True:
             tok = lx.peek()
             if tok.kind in (NL, EOF) or tok.is_punct("|", ")", "]", "->"):
+                break
+            if tok.kind == DIRECTIVE and tok.value != "json":
                 break
             items.append(self.item(depth))
         if lx.peek().is_punct("->"):  # an alias names the tree node only

@@ -216,9 +216,11 @@ class LarkLexer:
         pattern = text[start + 1 : i]
         m = re.compile(r"[a-zA-Z]*").match(text, i + 1)
         flags = m.group() if m else ""
-        for f in flags:
+        for k, f in enumerate(flags):
             if f not in REGEX_FLAGS:
                 raise self.error(f"unsupported regex flag {f!r}; supported flags are i, s, x, u", start)
+            if f in flags[:k]:
+                raise self.error(f"duplicate regex flag {f!r}", start)
         self.pos = i + 1 + len(flags)
         return LarkTok(REGEX, pattern, start, flags)
 
