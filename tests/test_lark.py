@@ -19,8 +19,10 @@ import pytest
 from glrmask_oracle import TOKEN_BASE, VOCAB_SIZE, _token_ids, byte_vocab, matcher_verdict
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+from vocab_support import gguf_vocab
 
 from structgen import Grammar, GrammarError, LimitError
+from structgen.engine.constraint import Constraint
 from structgen.grammar import ir
 from structgen.grammar.lark import COMMON_TERMINALS
 from structgen.limits import GrammarLimits
@@ -493,16 +495,13 @@ REAL_VOCAB_GRAMMARS = [
 ]
 
 
+@pytest.mark.parametrize("vocab_name", ["llama-bpe", "llama-spm"])
 @pytest.mark.parametrize("name, src, text", REAL_VOCAB_GRAMMARS, ids=[c[0] for c in REAL_VOCAB_GRAMMARS])
-def test_masks_on_a_real_vocabulary(name: str, src: str, text: str) -> None:
+def test_masks_on_a_real_vocabulary(name: str, src: str, text: str, vocab_name: str) -> None:
     """Along the tokenisation of ``text`` the token masks of structgen and glrmask are identical."""
     if glrmask is None:
         pytest.skip("glrmask is not installed")
-    from vocab_support import gguf_vocab
-
-    from structgen.engine.constraint import Constraint
-
-    vocab = gguf_vocab("llama-bpe")
+    vocab = gguf_vocab(vocab_name)
     n = vocab.n_tokens
     table = {i: vocab.token_bytes(i) for i in range(n) if vocab.token_bytes(i) and not vocab.is_special[i]}
     theirs = glrmask.Grammar.from_lark(src).compile(glrmask.Vocab.from_id_to_bytes(table))
@@ -622,3 +621,23 @@ def test_doc_python_block_runs() -> None:
     blocks = re.findall(r"^```python\n(.*?)^```", DOC.read_text(encoding="utf-8"), re.S | re.M)
     assert blocks
     exec(compile("\n".join(blocks), str(DOC), "exec"), {"__name__": "docs_grammars_lark"})
+
+
+def test_token_atoms_on_a_real_vocabulary() -> None:
+    """The engine reads the reader's token atoms: a special token by text, any token, a negation."""
+    vocab = gguf_vocab("llama-bpe")
+    (eot,) = vocab.lookup_text("<|eot_id|>")
+    (a,) = vocab.lookup_text("a")
+
+    def after_a(src: str, **options: str) -> np.ndarray:
+        state = Constraint.compile(Grammar.from_lark(src, **options), vocab).start()
+        assert state.commit_token(a)
+        return np.asarray(state.mask(), dtype=bool)
+
+    assert np.flatnonzero(after_a('start: "a" <|eot_id|>', special_tokens="vocabulary")).tolist() == [eot]
+    anything = Grammar({"root": ir.seq(ir.lit("a"), ir.Token((), None, negated=True))})
+    state = Constraint.compile(anything, vocab).start()
+    assert state.commit_token(a)
+    assert (after_a('start: "a" <[*]>') == np.asarray(state.mask(), dtype=bool)).all()
+    negated = after_a(f'start: "a" <[^{a}]>')
+    assert not negated[a] and negated.sum() == after_a('start: "a" <[*]>').sum() - 1
