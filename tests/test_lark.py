@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from glrmask_oracle import TOKEN_BASE, VOCAB_SIZE, _token_ids, byte_vocab, matcher_verdict
+from glrmask_oracle import TOKEN_BASE, VOCAB_SIZE, Oracle, _token_ids, byte_vocab, matcher_verdict
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from vocab_support import gguf_vocab
@@ -208,6 +208,18 @@ TOKEN_CASES = [
 @pytest.mark.parametrize("src, cases", [pytest.param(src, cases, id=name) for name, src, cases in CASES + TOKEN_CASES])
 def test_construct(src: str, cases: dict[str, list]) -> None:
     check(src, cases)
+
+
+@pytest.mark.parametrize("src, cases", [pytest.param(src, cases, id=name) for name, src, cases in CASES])
+def test_written_glrm_means_the_same_to_glrmask(src: str, cases: dict[str, list]) -> None:
+    """Lark read here and written as GLRM gets from glrmask's GLRM reader the verdicts its Lark
+    reader gives the Lark text."""
+    if glrmask is None:
+        pytest.skip("glrmask is not installed")
+    oracle = Oracle(Grammar.from_lark(src).to_glrm())
+    for verdict, inputs in cases.items():
+        for text in inputs:
+            assert oracle.verdict(text) == verdict, (src, text)
 
 
 def test_special_token_is_an_extern_token() -> None:

@@ -216,7 +216,11 @@ class Grammar:
 
     @classmethod
     def from_lark(
-        cls, text: str, *, limits: GrammarLimits = DEFAULT_GRAMMAR_LIMITS, special_tokens: str = "extern"
+        cls,
+        text: str,
+        *,
+        limits: GrammarLimits = DEFAULT_GRAMMAR_LIMITS,
+        special_tokens: Lit["extern", "vocabulary"] = "extern",
     ) -> Grammar:
         """Read Lark grammar text in the dialect glrmask 0.5.0 reads (see ``docs/grammars-lark.md``).
 

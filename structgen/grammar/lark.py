@@ -36,6 +36,7 @@ instead).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 from ..errors import GrammarError, LimitError
 from ..limits import DEFAULT_GRAMMAR_LIMITS, GrammarLimits
@@ -115,6 +116,7 @@ COMMON_TERMINALS: dict[str, str] = {
     "SQL_COMMENT": r"--[^\n]*",
 }
 
+SpecialTokens = Literal["extern", "vocabulary"]
 SPECIAL_TOKEN_MODES = ("extern", "vocabulary")
 
 # name prefixes of the declarations the reader makes up; no Lark name can contain these characters
