@@ -6,8 +6,9 @@ continuation lines work: a newline whose next non-blank, non-comment line starts
 skipped. Comments are ``//`` and ``#`` to the end of the line.
 
 Strings decode the escapes glrmask decodes (``\\n \\t \\r \\\\ \\" \\'``, ``\\xNN``,
-``\\uNNNN``, ``\\UNNNNNNNN``) and keep any other backslash pair as written (``"\\q"`` is the two
-characters ``\\q``, as in Lark, which reads strings as Python literals). Special-token forms
+``\\uNNNN`` with surrogate pairs, ``\\UNNNNNNNN``) and keep any other backslash pair, and an
+escape that names no character, as written (``"\\q"`` is the two characters ``\\q``, as in
+Lark, which reads strings as Python literals). Special-token forms
 (``<[...]>``, ``<|name|>``, ``@token(N)``, ``@name``) are single tokens.
 """
 
@@ -185,10 +186,17 @@ class LarkLexer:
                 if len(digits) != width or not all(d in "0123456789abcdefABCDEF" for d in digits):
                     raise self.error(f"invalid \\{e} escape: {text[i : i + 2 + width]}", i)
                 cp = int(digits, 16)
-                if cp > 0x10FFFF or 0xD800 <= cp <= 0xDFFF:
-                    raise self.error(f"invalid Unicode scalar escape \\{e}{digits}", i)
-                out.append(chr(cp))
                 i += 2 + width
+                if 0xD800 <= cp <= 0xDBFF and text.startswith("\\u", i):
+                    low = text[i + 2 : i + 6]
+                    if len(low) == 4 and all(d in "0123456789abcdefABCDEF" for d in low):
+                        if 0xDC00 <= int(low, 16) <= 0xDFFF:  # a surrogate pair is one character
+                            cp = 0x10000 + ((cp - 0xD800) << 10) + (int(low, 16) - 0xDC00)
+                            i += 6
+                if cp > 0x10FFFF or 0xD800 <= cp <= 0xDFFF:
+                    out.append(f"\\{e}{digits}")  # not a character: kept as written, as glrmask does
+                else:
+                    out.append(chr(cp))
             else:  # Lark keeps an unknown escape as written
                 out.append("\\" + e)
                 i += 2
