@@ -184,7 +184,11 @@ class LarkLexer:
                 width = _HEX_ESCAPES[e]
                 digits = text[i + 2 : i + 2 + width]
                 if len(digits) != width or not all(d in "0123456789abcdefABCDEF" for d in digits):
-                    raise self.error(f"invalid \\{e} escape: {text[i : i + 2 + width]}", i)
+                    if e == "x":  # glrmask refuses a short \x; a short \u or \U stays as written
+                        raise self.error(f"invalid \\x escape: {text[i : i + 4]}", start)
+                    out.append("\\" + e)
+                    i += 2
+                    continue
                 cp = int(digits, 16)
                 i += 2 + width
                 if 0xD800 <= cp <= 0xDBFF and text.startswith("\\u", i):
