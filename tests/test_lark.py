@@ -657,3 +657,11 @@ def test_token_atoms_on_a_real_vocabulary() -> None:
     assert (after_a('start: "a" <[*]>') == np.asarray(state.mask(), dtype=bool)).all()
     negated = after_a(f'start: "a" <[^{a}]>')
     assert not negated[a] and negated.sum() == after_a('start: "a" <[*]>').sum() - 1
+
+
+def test_long_inputs_are_read_in_linear_time() -> None:
+    # blank lines were scanned again for each newline before it, and each special token looked
+    # for the next newline to the end of the text: both quadratic, minutes at these sizes
+    assert Grammar.from_lark('start: "a"' + "\n" * 100_000 + '  | "b"\n' + "\n  # c" * 50_000).matches("b")
+    g = Grammar.from_lark("start: " + " ".join(["<[1]> <|e|>"] * 10_000) + " " * 400_000)
+    assert dict(g.externs) == {"e": "token"}

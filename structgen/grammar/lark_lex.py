@@ -44,6 +44,7 @@ _NAME_RE = re.compile(r"[_a-zA-Z][_a-zA-Z0-9]*")
 _INT_RE = re.compile(r"[0-9]+")
 _BLANK_RE = re.compile(r"(?:[ \t\f\r\n]+|(?://|#)[^\n]*)*")
 _SPACE_RE = re.compile(r"[ \t\f\r]+")
+_FLAGS_RE = re.compile(r"[a-zA-Z]*")
 _PUNCT = ("->", "..", ":", "|", "(", ")", "[", "]", "?", "*", "+", "~", ",", ".", "!")
 _SIMPLE_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", '"': '"', "'": "'"}
 _HEX_ESCAPES = {"x": 2, "u": 4, "U": 8}
@@ -119,11 +120,11 @@ class LarkLexer:
             return LarkTok(EOF, None, start)
         c = text[start]
         if c == "\n":
+            # blank lines and comments after it are skipped with it, so each is scanned once
             after = _BLANK_RE.match(text, start).end()  # type: ignore[union-attr]
+            self.pos = after
             if text.startswith("|", after):  # a continuation line: the newline is not a break
-                self.pos = after
                 return self._scan()
-            self.pos = start + 1
             return LarkTok(NL, None, start)
         if c == '"' or c == "'":
             return self._string(start)
@@ -226,8 +227,7 @@ class LarkLexer:
                 break
             i += 1
         pattern = text[start + 1 : i]
-        m = re.compile(r"[a-zA-Z]*").match(text, i + 1)
-        flags = m.group() if m else ""
+        flags = _FLAGS_RE.match(text, i + 1).group()  # type: ignore[union-attr]
         for k, f in enumerate(flags):
             if f not in REGEX_FLAGS:
                 raise self.error(f"unsupported regex flag {f!r}; supported flags are i, s, x, u", start)
@@ -240,16 +240,14 @@ class LarkLexer:
         text = self.text
         if text.startswith("<|", start):
             end = text.find("|>", start + 2)
-            newline = text.find("\n", start)
-            if end < 0 or end == start + 2 or (0 <= newline < end):
+            if end < 0 or end == start + 2 or text.find("\n", start, end) >= 0:
                 raise self.error("unterminated or empty named special token", start)
             self.pos = end + 2
             return LarkTok(SPECIAL, text[start + 2 : end], start)
         if not text.startswith("<[", start):
             raise self.error("expected <[...]> or <|name|>", start)
         end = text.find("]>", start + 2)
-        newline = text.find("\n", start)
-        if end < 0 or (0 <= newline < end):
+        if end < 0 or text.find("\n", start, end) >= 0:
             raise self.error("unterminated <[...]> token atom", start)
         self.pos = end + 2
         return LarkTok(TOKENSET, self._token_set(text[start + 2 : end], start), start)
