@@ -863,7 +863,9 @@ class PartialReader:
     names its arguments member), or one :class:`~structgen.tools.Tool` (its arguments object).
     ``grow_strings``: also show strings while they are written. ``parse``: the validator
     :meth:`finish` uses when it is given no value (by default that of
-    :func:`~structgen.output_types.resolve_output`, resolved only then).
+    :func:`~structgen.output_types.resolve_output`, resolved only then). ``tuning``: bounds.
+
+    One reader reads one output; it is not for sharing across threads.
     """
 
     def __init__(

@@ -537,6 +537,45 @@ def test_hypothesis_values_typed_as_any(value, cuts):
     assert final == value and all(extends(p, value, False) for p in seen)
 
 
+@settings(max_examples=300, deadline=None)
+@given(
+    st.sampled_from([(Person, PERSON.model_dump_json()), (Home, '{"pet": {"kind": "cat", "meows": 2}, "others": []}')]),
+    st.lists(st.tuples(st.integers(min_value=0), st.sampled_from(list('{}[]",:0 1a\\u'))), max_size=4),
+    st.lists(st.integers(min_value=0), max_size=10),
+    st.booleans(),
+)
+def test_mutated_text_to_a_typed_reader_raises_only_structgen_errors(case, edits, cuts, grow):
+    output_type, text = case
+    for position, char in edits:  # insert, or replace where the character is a digit
+        i = position % (len(text) + 1)
+        text = text[:i] + char + text[i + (char.isdigit() and i < len(text)) :]
+    reader = PartialReader(output_type, grow_strings=grow)
+    try:
+        for chunk in split(text, cuts):
+            for partial in reader.feed(chunk):
+                assert isinstance(partial, (output_type, list))  # an array where an object belongs: plain data
+        reader.finish()
+    except StructgenError:
+        pass
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(min_value=0), max_size=30), st.booleans())
+def test_every_chunking_of_a_model_gives_a_growing_field_set(cuts, grow):
+    text = PERSON.model_dump_json()
+    seen, final, _ = read_all(split(text, cuts), Person, grow_strings=grow)
+    assert final == PERSON
+    for prev, cur in zip(seen, seen[1:]):
+        assert prev.model_fields_set <= cur.model_fields_set
+    for p in seen:
+        for name in p.model_fields_set:
+            value, expected = getattr(p, name), getattr(PERSON, name)
+            if isinstance(value, (int, Color)) or (isinstance(value, str) and not grow):
+                assert value == expected, name  # complete scalars are final
+            elif isinstance(value, str):
+                assert expected.startswith(value), name
+
+
 # -- cost: counted, never timed -------------------------------------------------------------
 
 
