@@ -3,7 +3,8 @@
 A :class:`PartialReader` is fed the output text chunk by chunk (as :func:`structgen.stream`
 yields it) and returns, after each chunk, a partial object of the output type when something
 visible changed. :meth:`PartialReader.finish` returns the validated result, which is the last
-"partial". :func:`partials` does the loop over an iterable of chunks.
+"partial". :func:`partials` does the loop over an iterable of chunks, :func:`apartials` over an
+async one.
 
 What a partial shows
 --------------------
@@ -34,8 +35,8 @@ Typing, by output type
 * A union: an object that is open takes the first branch whose fields include every key written
   so far and whose ``Literal`` fields (a discriminator) match; it may change branch as keys
   arrive. An array takes the first branch that takes arrays.
-* An array being written is a ``list`` whatever its type (``tuple``, ``set``); complete, it is
-  validated. A ``TypedDict`` or a dataclass being written is a ``dict`` whose members are typed
+* An array being written is a ``list`` (a ``tuple`` for a tuple type, a ``list`` for a set);
+  complete, it is validated. A ``TypedDict`` or a dataclass being written is a ``dict`` whose members are typed
   by its annotations. ``dict[str, X]`` is a dict of ``X`` partials. ``Any`` is plain JSON data.
 * A JSON Schema dict: plain dicts, lists and scalars.
 * Tools: a :class:`~structgen.tools.ToolSet` (or a list of tools) reads the generic call object
@@ -78,7 +79,7 @@ import types
 import typing
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Callable, Iterable, Iterator, NamedTuple
+from typing import Any, AsyncIterable, AsyncIterator, Callable, Iterable, Iterator, NamedTuple
 
 import typing_extensions
 from pydantic import BaseModel, RootModel, TypeAdapter
@@ -95,6 +96,7 @@ __all__ = [
     "PartialReader",
     "PartialsTuning",
     "ReaderStats",
+    "apartials",
     "partials",
 ]
 
@@ -721,13 +723,18 @@ class _FieldsPlan(_TypedPlan):
 
 
 class _ArrayPlan(_TypedPlan):
-    """``list``, ``set``, ``tuple``...: open, a list of the items' partials."""
+    """``list``, ``set``, ``tuple``...: open, a list of the items' partials (a tuple for a tuple
+    type; a set stays a list, since an open item is not hashable)."""
 
     takes_objects = False
 
     def __init__(self, plans: _Plans, tp: Any, item: Any, positional: tuple[Any, ...] | None) -> None:
         super().__init__(plans, tp)
         self.item, self.positional = item, positional
+        self.as_tuple = (typing.get_origin(tp) or tp) is tuple
+
+    def open_array(self, items: list[Any]) -> Any:
+        return tuple(items) if self.as_tuple else items
 
     def child(self, slot: Any) -> _Plan:
         if self.positional is None:
@@ -1104,4 +1111,20 @@ def partials(
     reader = PartialReader(output_type, grow_strings=grow_strings, **reader_options)
     for chunk in chunks:
         yield from reader.feed(chunk)
+    yield reader.finish() if final is None else reader.finish(final())
+
+
+async def apartials(
+    chunks: AsyncIterable[str],
+    output_type: Any,
+    *,
+    grow_strings: bool = False,
+    final: Callable[[], Any] | None = None,
+    **reader_options: Any,
+) -> AsyncIterator[Any]:
+    """As :func:`partials`, over an async iterable of chunks (reading is cheap: it runs inline)."""
+    reader = PartialReader(output_type, grow_strings=grow_strings, **reader_options)
+    async for chunk in chunks:
+        for partial in reader.feed(chunk):
+            yield partial
     yield reader.finish() if final is None else reader.finish(final())

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import dataclasses
 import json
 import pathlib
 import re
+import warnings
 from enum import Enum
 from typing import Any, Literal, Optional, Union
 
@@ -23,6 +25,7 @@ from structgen.partials import (
     PartialJSONError,
     PartialReader,
     PartialsTuning,
+    apartials,
     partials,
 )
 from structgen.tools import Tool, ToolCall, ToolSet
@@ -330,7 +333,7 @@ class Wrapped(RootModel[list[Address]]):
         (Point, '{"x": 1, "when": "now"}', lambda p: isinstance(p, dict)),
         (Pair, '{"left": "red", "right": 2}', lambda p: isinstance(p, dict) and p.get("left") in (None, Color.red)),
         (Wrapped, '[{"city": "A"}, {"city": "B"}]', lambda p: isinstance(p, Wrapped) and isinstance(p.root, list)),
-        (tuple[int, str, Color], '[1, "s", "green"]', lambda p: isinstance(p, list)),
+        (tuple[int, str, Color], '[1, "s", "green"]', lambda p: isinstance(p, tuple)),
         (set[Color], '["red", "green"]', lambda p: all(isinstance(c, Color) for c in p)),
         (Optional[Address], '{"city": "Z"}', lambda p: isinstance(p, Address)),
     ],
@@ -629,6 +632,28 @@ def test_partials_helper_yields_partials_then_the_result():
     given_value = Address(city="Lyon", zip=69001)
     out = list(partials(iter(text), Address, final=lambda: given_value))
     assert out[-1] is given_value
+
+
+def test_apartials_reads_an_async_stream():
+    async def chunks():
+        for ch in '{"city": "Lyon", "zip": 69001}':
+            yield ch
+
+    async def collect():
+        return [p async for p in apartials(chunks(), Address, grow_strings=True)]
+
+    out = asyncio.run(collect())
+    assert [p.city for p in out[:4]] == [None, "", "L", "Ly"]
+    assert out[-1] == Address(city="Lyon", zip=69001) and out[-1].model_fields_set == {"city", "zip"}
+
+
+def test_partials_of_a_tuple_field_dump_without_warnings():
+    reader = PartialReader(Person)
+    (partial,) = reader.feed('{"name": "x", "tags": ["a"')
+    assert partial.tags == ("a",)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert partial.model_dump()["tags"] == ("a",)
 
 
 DOCS = pathlib.Path(__file__).resolve().parent.parent / "docs" / "partials.md"
