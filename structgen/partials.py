@@ -41,7 +41,8 @@ Typing, by output type
 * A JSON Schema dict: plain dicts, lists and scalars.
 * Tools: a :class:`~structgen.tools.ToolSet` (or a list of tools) reads the generic call object
   ``{"name": ..., "arguments": {...}}`` (``arguments_key=`` names another key, e.g.
-  ``"parameters"``); a single :class:`~structgen.tools.Tool` reads just its arguments object (the
+  ``"parameters"``; ``call_list=True`` reads a JSON array of such calls, as Mistral writes them,
+  into lists of calls); a single :class:`~structgen.tools.Tool` reads just its arguments object (the
   arguments text of a call in a model's native format). Partials are :class:`PartialCall`
   ``(name, arguments)``, the arguments typed like the tool's ``args_model`` (dicts for OpenAI
   definitions), shown once the name is complete (a name that is not a tool of the set shows
@@ -799,6 +800,10 @@ class _CallPlan(_Plan):
         name = raw.get("name") if is_object else None
         return self.named.get(name, self) if isinstance(name, str) else self
 
+    def validate(self, raw: Any) -> Any:
+        chosen = self.select(True, raw) if isinstance(raw, dict) else self
+        return _NOTHING if chosen is self else chosen.validate(raw)
+
     def growing(self, prefix: str) -> Any:
         return _NOTHING
 
@@ -809,6 +814,25 @@ class _CallPlan(_Plan):
         return _NOTHING
 
 
+class _CallListPlan(_Plan):
+    """A JSON array of calls (Mistral's ``[TOOL_CALLS][...]``): a list of the calls whose name
+    is complete."""
+
+    takes_objects = False
+
+    def __init__(self, call: _CallPlan) -> None:
+        self.call = call
+
+    def child(self, slot: Any) -> _Plan:
+        return self.call
+
+    def growing(self, prefix: str) -> Any:
+        return _NOTHING
+
+    def open_array(self, items: list[Any]) -> Any:
+        return [item for item in items if isinstance(item, PartialCall)]
+
+
 class _NamedCallPlan(_Plan):
     """A call whose tool name is known: ``PartialCall(name, typed arguments)``."""
 
@@ -817,6 +841,12 @@ class _NamedCallPlan(_Plan):
 
     def child(self, slot: Any) -> _Plan:
         return self.arguments if slot == self.arguments_key else _RAW
+
+    def validate(self, raw: Any) -> Any:
+        """A complete call (an item of a list of calls): its arguments typed as complete."""
+        if self.arguments_key not in raw:
+            return self.open_object({})
+        return PartialCall(self.name, _complete_value(self.arguments, raw[self.arguments_key]))
 
     def open_object(self, items: dict[str, Any]) -> Any:
         if self.arguments_key in items:
@@ -867,7 +897,8 @@ class PartialReader:
 
     ``output_type``: a Pydantic model or any type ``TypeAdapter`` takes, a JSON Schema dict, a
     :class:`~structgen.tools.ToolSet` or a list of tools (the call object; ``arguments_key``
-    names its arguments member), or one :class:`~structgen.tools.Tool` (its arguments object).
+    names its arguments member; ``call_list=True``: a JSON array of calls, whose partials are
+    lists of :class:`PartialCall`), or one :class:`~structgen.tools.Tool` (its arguments object).
     ``grow_strings``: also show strings while they are written. ``parse``: the validator
     :meth:`finish` uses when it is given no value (by default that of
     :func:`~structgen.output_types.resolve_output`, resolved only then). ``tuning``: bounds.
@@ -881,6 +912,7 @@ class PartialReader:
         *,
         grow_strings: bool = False,
         arguments_key: str = "arguments",
+        call_list: bool = False,
         parse: Callable[[str], Any] | None = None,
         tuning: PartialsTuning = DEFAULT_PARTIALS_TUNING,
     ) -> None:
@@ -890,6 +922,7 @@ class PartialReader:
         self._grow = bool(grow_strings)
         self._parse = parse
         self._arguments_key = arguments_key
+        self._call_list = bool(call_list)
         self._parser = _Parser(tuning.max_depth)
         self._chunks: list[str] = []
         self._last: Any = _NOTHING
@@ -909,7 +942,10 @@ class PartialReader:
             return _ArgumentsPlan(output_type.name, _arguments_plan(plans, output_type))
         if isinstance(output_type, ToolSet) or looks_like_tools(output_type):
             self._toolset = output_type if isinstance(output_type, ToolSet) else ToolSet(output_type)
-            return _CallPlan(plans, self._toolset, self._arguments_key)
+            call = _CallPlan(plans, self._toolset, self._arguments_key)
+            return _CallListPlan(call) if self._call_list else call
+        if self._call_list:
+            raise StructgenError("call_list=True needs a tool set as the output type")
         if isinstance(output_type, Grammar):
             raise StructgenError("partials need a JSON output type (a model, a type, a JSON Schema or tools)")
         if isinstance(output_type, (str, bytes)):
@@ -998,6 +1034,10 @@ class PartialReader:
     def _from_value(self, value: Any) -> Any:
         if self._tool is None and self._toolset is None:
             return value
+        if self._call_list:
+            if isinstance(value, (list, tuple)) and all(hasattr(c, "name") and hasattr(c, "arguments") for c in value):
+                return [PartialCall(c.name, c.arguments) for c in value]
+            return _MISSING
         if hasattr(value, "name") and hasattr(value, "arguments"):
             return PartialCall(value.name, value.arguments)
         if self._tool is not None:
@@ -1011,12 +1051,12 @@ class PartialReader:
             if not isinstance(root, dict):
                 raise GenerationError("the tool arguments are not a JSON object", partial_text=text)
             return PartialCall(self._tool.name, self._tool.validate_arguments(root, text))
+        if self._toolset is not None and self._call_list:
+            if not isinstance(root, list):
+                raise GenerationError("the output is not a JSON array of calls", partial_text=text)
+            return [_validated_call(self._toolset, self._arguments_key, call, text) for call in root]
         if self._toolset is not None:
-            name = root.get("name") if isinstance(root, dict) else None
-            if not isinstance(name, str) or name not in self._toolset.tools or self._arguments_key not in root:
-                raise GenerationError("the output is not a call of one of the tools", partial_text=text)
-            tool = self._toolset.tools[name]
-            return PartialCall(name, tool.validate_arguments(root[self._arguments_key], text))
+            return _validated_call(self._toolset, self._arguments_key, root, text)
         parse = self._parse or resolve_output(self._output_type).parse
         return parse(text)
 
@@ -1092,6 +1132,14 @@ class PartialReader:
                 frame.typed.append(_complete_value(plan.child(index), frame.raw[index]))
             frame.typed_count = len(frame.raw)
         return frame.typed
+
+
+def _validated_call(toolset: ToolSet, arguments_key: str, call: Any, text: str) -> PartialCall:
+    """One complete call, its arguments validated by its tool."""
+    name = call.get("name") if isinstance(call, dict) else None
+    if not isinstance(name, str) or name not in toolset.tools or arguments_key not in call:
+        raise GenerationError("the output is not a call of one of the tools", partial_text=text)
+    return PartialCall(name, toolset.tools[name].validate_arguments(call[arguments_key], text))
 
 
 def partials(

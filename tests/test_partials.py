@@ -434,6 +434,40 @@ def test_arguments_of_a_native_call_and_another_arguments_key():
     assert final.arguments.city == "Oslo"
 
 
+def test_a_list_of_calls_streams_as_lists_of_calls():
+    tools = ToolSet([get_weather, CONVERT])
+    weather = tools.tools["get_weather"].args_model
+    text = json.dumps(
+        [
+            {"name": "get_weather", "arguments": {"city": "Paris"}},
+            {"name": "nope", "arguments": {}},
+            {"name": "convert", "arguments": {"amount": 1, "to": "EUR"}},
+        ]
+    )
+    reader = PartialReader(tools, call_list=True, grow_strings=True)
+    seen = [p for ch in text for p in reader.feed(ch)]
+    assert seen[0] == []
+    assert all(isinstance(c, PartialCall) for p in seen for c in p)
+    assert seen[-1] == [
+        PartialCall("get_weather", weather(city="Paris")),  # complete: validated, default filled
+        PartialCall("convert", {"amount": 1, "to": "EUR"}),  # an unknown tool's call shows nothing
+    ]
+    with pytest.raises(GenerationError):
+        reader.finish()  # "nope" is not a tool
+    good = text.replace('{"name": "nope", "arguments": {}}, ', "")
+    _, final, _ = read_all(list(good), tools, call_list=True)
+    assert final == [
+        PartialCall("get_weather", weather(city="Paris")),
+        PartialCall("convert", {"amount": 1, "to": "EUR"}),
+    ]
+    reader = PartialReader(tools, call_list=True)
+    reader.feed(good)
+    calls = [tools.parse(json.dumps(c)) for c in json.loads(good)]
+    assert reader.finish(calls) == final
+    with pytest.raises(StructgenError):
+        PartialReader(Person, call_list=True)
+
+
 def test_finish_takes_the_validated_call():
     tools = ToolSet([get_weather])
     text = '{"name": "get_weather", "arguments": {"city": "Rome"}}'
