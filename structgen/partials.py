@@ -62,10 +62,11 @@ Bad input
 Text that is not the start of one JSON value raises :class:`PartialJSONError` (a
 :class:`~structgen.errors.GenerationError`) with the offset; the reader then stays failed.
 Nesting deeper than :attr:`PartialsTuning.max_depth` raises
-:class:`~structgen.errors.LimitError`. Validation of complete parts never raises: a part that
-fails it is shown constructed. :meth:`~PartialReader.finish` without a value validates the whole
-text with the parser of :func:`structgen.output_types.resolve_output` (or the tool's argument
-validation) and raises what it raises.
+:class:`~structgen.errors.LimitError`. Building partials never raises: a complete part that fails
+validation is shown constructed, and a model whose own code (``model_post_init``) fails on
+partial data is shown as the dict of its members. :meth:`~PartialReader.finish` without a value
+validates the whole text with the parser of :func:`structgen.output_types.resolve_output` (or
+the tool's argument validation) and raises what it raises.
 """
 
 from __future__ import annotations
@@ -666,7 +667,16 @@ class _ModelPlan(_TypedPlan):
             if name is not None:
                 values[name] = value
                 written.add(name)
-        return self.tp.model_construct(_fields_set=written, **values)
+        return _constructed(self.tp, items, _fields_set=written, **values)
+
+
+def _constructed(model: Any, fallback: Any, **values: Any) -> Any:
+    """``model.model_construct(**values)``; ``fallback`` where the model's own code
+    (``model_post_init``, private attribute factories) fails on the partial data."""
+    try:
+        return model.model_construct(**values)
+    except Exception:  # noqa: BLE001 - user code in the model may raise anything on partial data
+        return fallback
 
 
 class _RootPlan(_TypedPlan):
@@ -695,13 +705,15 @@ class _RootPlan(_TypedPlan):
 
     def growing(self, prefix: str) -> Any:
         shown = self.inner.growing(prefix)
-        return _NOTHING if shown is _NOTHING else self.tp.model_construct(root=shown)
+        return _NOTHING if shown is _NOTHING else _constructed(self.tp, shown, root=shown)
 
     def open_object(self, items: dict[str, Any]) -> Any:
-        return self.tp.model_construct(root=self.inner.open_object(items))
+        inner = self.inner.open_object(items)
+        return _constructed(self.tp, inner, root=inner)
 
     def open_array(self, items: list[Any]) -> Any:
-        return self.tp.model_construct(root=self.inner.open_array(items))
+        inner = self.inner.open_array(items)
+        return _constructed(self.tp, inner, root=inner)
 
 
 class _FieldsPlan(_TypedPlan):
@@ -997,7 +1009,7 @@ class PartialReader:
         if parser.events == events and not (self._grow and parser.string_grew and self._string_shown()):
             return []
         partial = self._snapshot()
-        if partial is _NOTHING or partial == self._last:
+        if partial is _NOTHING or _same(partial, self._last):
             return []
         self._last = partial
         self._emitted += 1
@@ -1132,6 +1144,15 @@ class PartialReader:
                 frame.typed.append(_complete_value(plan.child(index), frame.raw[index]))
             frame.typed_count = len(frame.raw)
         return frame.typed
+
+
+def _same(a: Any, b: Any) -> bool:
+    """``a == b``, shared complete parts compared by identity; False where a user type's
+    ``__eq__`` fails (the partial is then returned)."""
+    try:
+        return bool(a == b)
+    except Exception:  # noqa: BLE001 - arbitrary types in a model may compare in any way
+        return False
 
 
 def _validated_call(toolset: ToolSet, arguments_key: str, call: Any, text: str) -> PartialCall:

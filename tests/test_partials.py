@@ -361,6 +361,23 @@ def test_a_completed_part_that_fails_validation_is_constructed():
     assert reader.finish() == "checked"  # the caller's validator decides the result
 
 
+class Fragile(BaseModel):
+    words: list[str]
+
+    def model_post_init(self, context: Any) -> None:
+        self.count = len(self.words)  # fails while words is None
+
+    count: int = 0
+
+
+def test_a_model_whose_own_code_fails_on_partial_data_shows_as_a_dict():
+    reader = PartialReader(Fragile)
+    shown = [p for ch in '{"words": ["a", "b"], "count": 2}' for p in reader.feed(ch)]
+    assert shown[0] == {}  # model_post_init fails on words=None
+    assert isinstance(shown[-1], Fragile) and shown[-1].words == ["a", "b"]
+    assert reader.finish() == Fragile(words=["a", "b"])
+
+
 def test_finish_validates_with_the_output_type_parser():
     reader = PartialReader(Person)
     reader.feed('{"name": "x", "color": "blue", "addresses": []}')
