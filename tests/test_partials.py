@@ -707,6 +707,32 @@ def test_partials_of_a_tuple_field_dump_without_warnings():
         assert partial.model_dump()["tags"] == ("a",)
 
 
+class CityReport(BaseModel):
+    name: str
+    country: str
+    population: int
+    landmarks: list[str]
+    climate: Literal["hot", "mild", "cold"]
+
+
+@pytest.mark.model
+@pytest.mark.parametrize("grow", [False, True])
+def test_a_real_stream_reads_into_typed_partials(smollm2_llama, grow):
+    import structgen
+
+    prompt = [{"role": "user", "content": "Describe Paris as JSON."}]
+    stream = structgen.stream(smollm2_llama, CityReport, prompt, max_tokens=120, temperature=0.0)
+    seen = list(partials(stream, CityReport, grow_strings=grow, final=lambda: stream.value))
+    *shown, final = seen
+    assert final is stream.value and isinstance(final, CityReport)
+    assert len(shown) >= 3 and all(isinstance(p, CityReport) for p in shown)
+    for prev, cur in zip(shown, shown[1:]):
+        assert prev.model_fields_set <= cur.model_fields_set
+    assert all(p.climate in (None, final.climate) for p in shown)
+    _, again, _ = read_all([stream.result.text], CityReport)
+    assert again == final
+
+
 DOCS = pathlib.Path(__file__).resolve().parent.parent / "docs" / "partials.md"
 
 
