@@ -41,8 +41,10 @@ import numpy as np
 
 from .decoding import Decoding, Segment
 from .errors import GenerationError, LimitError, StructgenError, VocabError
+from .grammar import Grammar
 from .integrations.protocol import Runtime, as_runtime, runtime_lock
 from .output_types import resolve_output
+from .partials import PartialReader
 from .sampling import Sampler, SamplingOptions
 
 DEFAULT_MAX_TOKENS = 512
@@ -173,8 +175,9 @@ class Stream:
     consumes what is left and returns the value. A failure raises from the iteration.
     """
 
-    def __init__(self, steps: Generator[tuple[str, str], None, GenerationResult]) -> None:
+    def __init__(self, steps: Generator[tuple[str, str], None, GenerationResult], output_type: Any = None) -> None:
         self._steps = steps
+        self._output_type = output_type
         self._result: GenerationResult | None = None
 
     def __iter__(self) -> Iterator[str]:
@@ -211,6 +214,17 @@ class Stream:
         for _ in self:
             pass
         return self.value
+
+    def partials(self, *, grow_strings: bool = False) -> Iterator[Any]:
+        """Typed partial objects of the output type as the text grows (:mod:`structgen.partials`):
+        a value appears once the JSON parse state shows it complete (strings also while they grow,
+        with ``grow_strings``); the last item is the validated result. Consumes the stream."""
+        if self._output_type is None or isinstance(self._output_type, Grammar):
+            raise StructgenError("partials() needs a JSON output type (a model, a type, a JSON Schema or tools)")
+        reader = PartialReader(self._output_type, grow_strings=grow_strings)
+        for chunk in self:
+            yield from reader.feed(chunk)
+        yield reader.finish(self.value)
 
 
 def generate(
@@ -281,7 +295,7 @@ def generate_result(model: Any, output_type: Any, prompt: Any, **options: Any) -
 
 def stream(model: Any, output_type: Any, prompt: Any, **options: Any) -> Stream:
     """As :func:`generate`, returning a :class:`Stream` of text chunks that ends with the value."""
-    return Stream(_prepare(model, output_type, prompt, **options).steps())
+    return Stream(_prepare(model, output_type, prompt, **options).steps(), output_type)
 
 
 async def agenerate(model: Any, output_type: Any, prompt: Any, **options: Any) -> Any:

@@ -385,3 +385,28 @@ def test_a_template_that_fails_is_a_structgen_error(vocab):
 
     with pytest.raises(StructgenError, match="roles must alternate"):
         prepare_chat(Broken(vocab, "x"), USER)
+
+
+# -- typed partials -----------------------------------------------------------------------------
+
+
+def test_chat_partials_grow_to_the_validated_arguments(vocab):
+    stream = prepare_chat(ScriptedRuntime(vocab, WEATHER), USER, tools=TOOLS, seed=0, max_tokens=200).stream()
+    items = list(stream.partials())
+    assert items[-1].value == stream.result.tool_calls[0].arguments
+    cities = [p.value.city for p in items if p.tool_call_index == 0]
+    assert cities[0] is None or cities[0] == "Lima"
+    assert cities[-1] == "Lima" and all(p.name == "get_weather" for p in items)
+
+
+def test_response_format_partials(vocab):
+    text = '{"name": "Ann", "age": 4}'
+    stream = prepare_chat(ScriptedRuntime(vocab, text), USER, response_format=Person, seed=0).stream()
+    values = [p.value for p in stream.partials()]
+    assert isinstance(values[0], Person) and values[-1] == Person(name="Ann", age=4)
+    assert [v.name for v in values].index("Ann") <= [v.age for v in values].index(4)
+
+
+def test_generate_stream_partials(vocab):
+    values = list(structgen.stream(ScriptedRuntime(vocab, '{"name": "Bo", "age": 7}'), Person, "p", seed=0).partials())
+    assert values[-1] == Person(name="Bo", age=7) and len(values) >= 2

@@ -58,7 +58,7 @@ KNOWN_LOWER_CYCLES = frozenset(
     + ["structgen.grammar", "structgen.schema"]
     + [
         f"structgen.grammar.{m}"
-        for m in ("gbnf", "gbnf_write", "glrm", "glrm_lower", "glrm_write", "grammar", "lowering", "matcher")
+        for m in ("gbnf", "gbnf_write", "glrm", "glrm_lower", "glrm_write", "grammar", "lark", "lowering", "matcher")
     ]
     + [
         f"structgen.schema.{m}"

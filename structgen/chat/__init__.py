@@ -11,6 +11,7 @@
 
 from .api import (
     DEFAULT_CHAT_TUNING,
+    ChatPartial,
     ChatRequest,
     ChatStream,
     ChatTuning,
@@ -28,6 +29,7 @@ __all__ = [
     "DEFAULT_CHAT_TUNING",
     "CallFormat",
     "ChatDelta",
+    "ChatPartial",
     "ChatRequest",
     "ChatResult",
     "ChatStream",

@@ -23,6 +23,7 @@ from ..generate import DEFAULT_MAX_TOKENS, Generation, GenerationResult, generat
 from ..integrations.protocol import Runtime, as_runtime
 from ..output_spec import OutputSpec
 from ..output_types import resolve_output
+from ..partials import PartialCall, PartialReader
 from ..prompts import ChatTemplate, check_messages, plain_transcript
 from ..tools import Tool, ToolCall, ToolSet
 from .calls import AnswerScanner, RawCall, split_answer
@@ -55,6 +56,16 @@ class _Answer:
     parsed: Any
 
 
+@dataclass(frozen=True)
+class ChatPartial:
+    """A typed partial value of a streamed turn: a call's arguments (``tool_call_index`` and
+    ``name`` set) or the ``response_format`` object (both None)."""
+
+    tool_call_index: int | None
+    name: str | None
+    value: Any
+
+
 class ChatRequest:
     """A prepared turn: the prompt (:attr:`prompt_text`, :attr:`prompt_ids`), and the compiled
     constraints. :meth:`run` or :meth:`stream` it once."""
@@ -76,6 +87,9 @@ class ChatRequest:
         self._generation = generation
         self._calls_possible = calls_possible
         self._thinking = thinking
+        #: the tools the turn may call, and the response_format's output type (for partials)
+        self.tools: ToolSet | None = None
+        self.answer_type: Any = None
 
     @property
     def prompt_tokens(self) -> int:
@@ -131,6 +145,32 @@ class ChatStream:
 
     def close(self) -> None:
         self._deltas.close()
+
+    def partials(self, *, grow_strings: bool = False) -> Iterator[ChatPartial]:
+        """Typed partial values as the turn grows (:mod:`structgen.partials`): each call's
+        arguments (typed like the tool's arguments) and the ``response_format`` object, a value
+        appearing once the parse state shows it complete; then the validated values. Consumes
+        the stream."""
+        req = self._request
+        readers: dict[int, PartialReader] = {}
+        names: dict[int, str] = {}
+        answer = PartialReader(req.answer_type, grow_strings=grow_strings) if req.answer_type is not None else None
+        for d in self:
+            if d.tool_call_index is not None and req.tools is not None:
+                i = d.tool_call_index
+                if d.tool_call_name is not None:
+                    names[i] = d.tool_call_name
+                    readers[i] = PartialReader(req.tools.tools[d.tool_call_name], grow_strings=grow_strings)
+                for value in readers[i].feed(d.arguments or ""):
+                    yield ChatPartial(i, names[i], value.arguments if isinstance(value, PartialCall) else value)
+            elif d.content is not None and answer is not None:
+                for value in answer.feed(d.content):
+                    yield ChatPartial(None, None, value)
+        result = self.result
+        for i, call in enumerate(result.tool_calls):
+            yield ChatPartial(i, call.name, call.arguments)
+        if result.parsed is not None:
+            yield ChatPartial(None, None, result.parsed)
 
     @property
     def result(self) -> ChatResult:
@@ -269,7 +309,8 @@ def prepare_chat(
     mode, toolset = _tool_choice(tool_choice, toolset)
     options = dict(schema_options or {})
     options.update(schema_kwargs)
-    answer_spec = _response_format(response_format, options)
+    answer = _response_format(response_format, options)
+    answer_spec, answer_type = answer if answer is not None else (None, None)
     think_budget = _thinking(thinking, tuning)
     runtime = as_runtime(model)
     vocab = runtime.vocab
@@ -300,7 +341,10 @@ def prepare_chat(
         prompt_ids = list(runtime.encode_prompt(prompt_text))
     parse = _answer_parser(fmt, toolset, answer_spec, calls_possible, prompt_ids)
     generation = Generation(runtime, prompt_ids, segments, parse, opts, special_text=True)
-    return ChatRequest(runtime, prompt_text, prompt_ids, generation, fmt, calls_possible, think_budget is not None)
+    request = ChatRequest(runtime, prompt_text, prompt_ids, generation, fmt, calls_possible, think_budget is not None)
+    request.tools = toolset
+    request.answer_type = answer_type
+    return request
 
 
 def chat(model: Any, messages: Any, **options: Any) -> ChatResult:
@@ -463,7 +507,8 @@ def _tool_choice(choice: Any, toolset: ToolSet | None) -> tuple[str, ToolSet | N
     raise StructgenError(f"tool_choice must be a string or a named tool, not {type(choice).__name__}")
 
 
-def _response_format(fmt: Any, options: Mapping[str, Any]) -> OutputSpec | None:
+def _response_format(fmt: Any, options: Mapping[str, Any]) -> tuple[OutputSpec, Any] | None:
+    """The answer's spec and the output type it came from (a JSON Schema for OpenAI's shapes)."""
     if fmt is None:
         return None
     if isinstance(fmt, Mapping) and isinstance(fmt.get("type"), str) and fmt["type"] not in _JSON_SCHEMA_TYPES:
@@ -471,18 +516,18 @@ def _response_format(fmt: Any, options: Mapping[str, Any]) -> OutputSpec | None:
         if kind == "text":
             return None
         if kind == "json_object":
-            return resolve_output({"type": "object"}, options)
+            return resolve_output({"type": "object"}, options), {"type": "object"}
         if kind == "json_schema":
             spec = fmt.get("json_schema")
             schema = spec.get("schema") if isinstance(spec, Mapping) else None
             if not isinstance(schema, Mapping):
                 raise StructgenError("response_format json_schema needs 'json_schema': {'schema': {...}}")
-            return resolve_output(dict(schema), options)
+            return resolve_output(dict(schema), options), dict(schema)
         raise StructgenError(
             f"unknown response_format type {kind!r}: use 'text', 'json_object', 'json_schema', "
             "a JSON Schema, a Pydantic model or a type"
         )
-    return resolve_output(fmt, options)
+    return resolve_output(fmt, options), fmt
 
 
 def _thinking(thinking: Any, tuning: ChatTuning) -> int | None:
