@@ -99,7 +99,7 @@ class GenerationResult:
     """The validated value, the text it was parsed from, the output token ids, and why it ended:
     ``"stop"`` (the output was complete and the model ended it, or nothing else could follow),
     ``"length"`` (``max_tokens`` reached with a complete output) or ``"stop_sequence"``.
-    ``segments`` holds ``(label, text)`` per part of the output (one ``"answer"`` for
+    ``segments`` holds ``(label, text)`` per part of the output (one ``"output"`` for
     :func:`generate`; a ``"reasoning"`` part first where :func:`structgen.chat` let the model
     think); ``text`` is the last part's, the one ``value`` was parsed from."""
 
@@ -398,7 +398,7 @@ def _prepare(
     t0 = time.perf_counter()
     spec = resolve_output(output_type, merged)
     prompt_ids = runtime.encode_prompt(prompt)
-    job = Generation(runtime, prompt_ids, [Segment(spec.grammar, opts.max_tokens)], spec.parse, opts)
+    job = Generation(runtime, prompt_ids, [Segment(spec.grammar, opts.max_tokens, "output")], spec.parse, opts)
     job.stats.prepare_seconds = time.perf_counter() - t0
     return job
 
