@@ -345,3 +345,29 @@ def test_a_full_queue_is_a_429_and_the_waiting_request_still_completes(vocab):
             thread.join(timeout=60)
         assert first[0].status_code == 200, first[0].text
         jsonschema.validate(json.loads(first[0].json()["choices"][0]["message"]["content"]), PERSON)
+
+
+def test_closing_the_worker_stops_the_running_generation(vocab):
+    """Shutdown cancels the running job between two tokens, so the model can be freed."""
+    import asyncio
+
+    from structgen.server.worker import Job, ModelWorker
+
+    runtime = ScriptedRuntime(vocab, "[" + ", ".join(["1"] * 4000) + "]")
+    numbers = {
+        "type": "json_schema",
+        "json_schema": {"name": "n", "schema": {"type": "array", "items": {"type": "integer"}}},
+    }
+
+    async def run() -> None:
+        worker = ModelWorker(runtime, max_queued=4)
+        job = Job(
+            {"messages": USER, "response_format": numbers, "max_tokens": 5000}, stream_deltas=True, schema_param=None
+        )
+        worker.submit(job)
+        assert (await job.events.get())[0] == "prepared"
+        assert (await job.events.get())[0] == "delta"  # it is generating
+        assert await asyncio.to_thread(worker.close)
+        assert job.cancelled and worker.cancelled == 1 and worker.waiting == 0
+
+    asyncio.run(run())

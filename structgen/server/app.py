@@ -33,7 +33,10 @@ log = logging.getLogger("structgen.server")
 
 
 def create_app(model: Any, config: ServerConfig | None = None) -> Starlette:
-    """The ASGI app serving ``model`` (a ``llama_cpp.Llama``, a transformers pair, or a runtime)."""
+    """The ASGI app serving ``model`` (a ``llama_cpp.Llama``, a transformers pair, or a runtime).
+
+    After shutdown ``app.state.model_idle`` says whether the model thread has stopped, so that
+    the caller may free the model."""
     config = config or ServerConfig()
     started = now()
     worker_box: dict[str, ModelWorker] = {}
@@ -50,8 +53,7 @@ def create_app(model: Any, config: ServerConfig | None = None) -> Starlette:
         worker()
         yield
         w = worker_box.pop("worker", None)
-        if w is not None:
-            await asyncio.to_thread(w.close)
+        app.state.model_idle = True if w is None else await asyncio.to_thread(w.close)
 
     async def health(request: Request) -> Response:
         w = worker()

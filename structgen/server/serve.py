@@ -90,8 +90,9 @@ def serve(
     port: int = 8000,
     config: ServerConfig | None = None,
     log_level: str = "warning",
-) -> None:
-    """Serve ``model`` until interrupted; prints the ready line on stdout."""
+) -> bool:
+    """Serve ``model`` until interrupted; prints the ready line on stdout. Returns whether the
+    model is idle afterwards (its thread stopped), so that it may be freed."""
     config = config or ServerConfig()
 
     def announce(bound_host: str, bound_port: int) -> None:
@@ -104,10 +105,20 @@ def serve(
 
     app = create_app(model, config)
     server = _Server(
-        uvicorn.Config(app, host=host, port=port, log_level=log_level, access_log=False, lifespan="on"),
+        uvicorn.Config(
+            app,
+            host=host,
+            port=port,
+            log_level=log_level,
+            access_log=False,
+            lifespan="on",
+            # then requests still running are cancelled, and with them their generations
+            timeout_graceful_shutdown=10,
+        ),
         announce,
     )
     server.run()
+    return bool(getattr(app.state, "model_idle", False))
 
 
 def api_key_from(flag: str | None) -> str | None:
@@ -124,10 +135,8 @@ def main(args: Any) -> int:
     if args.host not in ("127.0.0.1", "localhost", "::1") and api_key is None:
         print(f"structgen serve: warning: listening on {args.host} without an API key", file=sys.stderr)
     model, name = load_model(args.model, args.runtime, n_ctx=args.n_ctx, threads=args.threads)
-    try:
-        serve(model, host=args.host, port=args.port, config=ServerConfig(model_name=name, api_key=api_key))
-    finally:
-        close = getattr(model, "close", None)
-        if callable(close):
-            close()  # llama.cpp's memory now, not in __del__ at interpreter exit
+    idle = serve(model, host=args.host, port=args.port, config=ServerConfig(model_name=name, api_key=api_key))
+    close = getattr(model, "close", None)
+    if idle and callable(close):
+        close()  # llama.cpp's memory now, not in __del__ at interpreter exit
     return 0

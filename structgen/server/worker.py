@@ -59,6 +59,7 @@ class ModelWorker:
         self._queue: queue.Queue[Any] = queue.Queue()
         self._waiting = 0
         self._cancelled = 0
+        self._current: Job | None = None
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._serve, name="structgen-model", daemon=True)
         self._thread.start()
@@ -87,10 +88,16 @@ class ModelWorker:
             self._waiting += 1
         self._queue.put(job)
 
-    def close(self) -> None:
-        """Stop after the job that is running (the jobs still queued are cancelled)."""
+    def close(self, timeout: float = 30.0) -> bool:
+        """Cancel the running job and those queued, and stop the thread; True once it has
+        stopped (only then may the model be freed: the thread may be inside a forward pass)."""
+        with self._lock:
+            current = self._current
+        if current is not None:
+            current.cancel()
         self._queue.put(_STOP)
-        self._thread.join(timeout=5)
+        self._thread.join(timeout=timeout)
+        return not self._thread.is_alive()
 
     def _serve(self) -> None:
         while True:
@@ -98,17 +105,20 @@ class ModelWorker:
             if job is _STOP:
                 self._drain()
                 return
+            with self._lock:
+                self._current = job
             try:
                 if job.cancelled:
                     self._count_cancelled()
                 else:
                     self._run(job)
-            except BaseException:  # noqa: BLE001 - the worker must outlive every request
+            except Exception:  # noqa: BLE001 - the worker must outlive every request
                 log.exception("a request failed")
                 job.post("error", ApiError(500, "internal error while generating", code="internal_error"))
             finally:
                 with self._lock:
                     self._waiting -= 1
+                    self._current = None
 
     def _drain(self) -> None:
         while True:
