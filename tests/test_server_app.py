@@ -11,13 +11,19 @@ import time
 import jsonschema
 import pytest
 from generation_support import ScriptedRuntime, byte_vocab
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 pytest.importorskip("starlette", reason="the server extra is not installed (pip install '.[server]')")
 pytest.importorskip("httpx", reason="Starlette's TestClient needs httpx")
 
 from starlette.testclient import TestClient  # noqa: E402
 
+from structgen.chat import prepare_chat  # noqa: E402
+from structgen.errors import StructgenError  # noqa: E402
 from structgen.server import ServerConfig, create_app  # noqa: E402
+from structgen.server.errors import ApiError  # noqa: E402
+from structgen.server.validation import check_chat_request  # noqa: E402
 
 PERSON = {
     "type": "object",
@@ -371,3 +377,97 @@ def test_closing_the_worker_stops_the_running_generation(vocab):
         assert job.cancelled and worker.cancelled == 1 and worker.waiting == 0
 
     asyncio.run(run())
+
+
+@pytest.mark.parametrize("ref", ["http://example.com/s.json", "file:///etc/passwd", "/etc/passwd"])
+def test_a_request_cannot_make_the_server_read_a_file_or_fetch_a_url(client, ref):
+    response = post(client, {"messages": USER, "response_format": person_format({"$ref": ref})})
+    error = assert_error(response, 400, "remote references")
+    assert error["keyword"] == "$ref" and error["code"] == "unsupported_schema"
+
+
+def test_tool_choice_naming_an_unknown_tool_is_a_400(client):
+    choice = {"type": "function", "function": {"name": "get_time"}}
+    assert_error(post(client, {"messages": USER, "tools": [WEATHER], "tool_choice": choice}), 400, "get_time")
+
+
+# -- anything that passes the request checks is prepared or refused with a StructgenError -------
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 5) | st.sampled_from(["", "a", "object", "string", "integer"]),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(
+            st.sampled_from(["type", "properties", "required", "items", "enum", "minimum", "a", "$ref", "format"]),
+            inner,
+            max_size=3,
+        )
+    ),
+    max_leaves=12,
+)
+_messages = st.lists(
+    st.fixed_dictionaries(
+        {
+            "role": st.sampled_from(["system", "developer", "user", "assistant", "tool"]),
+            "content": st.text(max_size=12),
+        },
+        optional={
+            "tool_call_id": st.text(max_size=4),
+            "name": st.text(max_size=4),
+            "tool_calls": st.lists(
+                st.fixed_dictionaries(
+                    {
+                        "id": st.text(max_size=4),
+                        "type": st.just("function"),
+                        "function": st.fixed_dictionaries(
+                            {"name": st.sampled_from(["get_weather", "x", ""]), "arguments": st.text(max_size=8)}
+                        ),
+                    }
+                ),
+                max_size=2,
+            ),
+        },
+    ),
+    min_size=1,
+    max_size=4,
+)
+_bodies = st.fixed_dictionaries(
+    {"messages": _messages},
+    optional={
+        "tools": st.lists(
+            st.builds(
+                lambda name, params: {"type": "function", "function": {"name": name, "parameters": params}},
+                st.sampled_from(["get_weather", "f", "bad name", ""]),
+                _json.filter(lambda v: isinstance(v, dict)),
+            ),
+            max_size=2,
+        ),
+        "tool_choice": st.sampled_from(
+            ["auto", "none", "required", {"type": "function", "function": {"name": "get_weather"}}]
+        ),
+        "response_format": st.one_of(
+            st.just({"type": "json_object"}),
+            _json.map(lambda s: {"type": "json_schema", "json_schema": {"name": "x", "schema": s}}),
+        ),
+        "max_tokens": st.integers(1, 300),
+        "stop": st.lists(st.text(min_size=1, max_size=3), max_size=2),
+        "structgen": st.fixed_dictionaries(
+            {}, optional={"whitespace": st.sampled_from(["compact", "pretty"]), "thinking_budget": st.integers(0, 9)}
+        ),
+    },
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(body=_bodies)
+def test_any_checked_request_is_prepared_or_refused_cleanly(vocab, body):
+    """What the server hands to prepare_chat never makes it raise anything but a StructgenError
+    (which the server answers with a 400): no 500s and no tracebacks from bad input."""
+    try:
+        call = check_chat_request(body, ServerConfig("scripted"))
+    except ApiError:
+        return
+    try:
+        prepare_chat(ScriptedRuntime(vocab, "x"), **call.prepare_kwargs)
+    except StructgenError:
+        pass

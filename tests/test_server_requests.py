@@ -228,6 +228,9 @@ def test_sampling_fields():
     for name, bad in [("temperature", 2.5), ("temperature", -1), ("temperature", True), ("top_p", 1.5)]:
         assert refused(**{name: bad}).param == name
     refused(seed=1.5)
+    refused(seed=-1)  # numpy's generator takes no negative seed: a 400 here, not a 500 later
+    refused(seed=2**64)
+    refused(top_p=0)
     refused(stop=["a", "b", "c", "d", "e"])
     refused(stop=[""])
     assert check(n=1).prepare_kwargs["max_tokens"]

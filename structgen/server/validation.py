@@ -151,17 +151,21 @@ def check_chat_request(data: Mapping[str, Any], config: ServerConfig) -> ChatCal
         kwargs["response_format"] = response_format
 
     kwargs["max_tokens"] = _max_tokens(data, config)
-    for name, low, high in (("temperature", 0.0, 2.0), ("top_p", 0.0, 1.0)):
-        value = data.get(name)
-        if value is None:
-            continue
-        if not _is_number(value) or not low <= value <= high:
-            raise invalid(f"{name!r} must be a number from {low:g} to {high:g}", param=name)
-        kwargs[name] = float(value)
+    temperature = data.get("temperature")
+    if temperature is not None:
+        if not _is_number(temperature) or not 0 <= temperature <= 2:
+            raise invalid("'temperature' must be a number from 0 to 2", param="temperature")
+        kwargs["temperature"] = float(temperature)
+    top_p = data.get("top_p")
+    if top_p is not None:
+        # 0 would keep no token at all; OpenAI's range includes it, the sampler's does not
+        if not _is_number(top_p) or not 0 < top_p <= 1:
+            raise invalid("'top_p' must be a number above 0 and at most 1", param="top_p")
+        kwargs["top_p"] = float(top_p)
     seed = data.get("seed")
     if seed is not None:
-        if not _is_int(seed):
-            raise invalid("'seed' must be an integer", param="seed")
+        if not _is_int(seed) or not 0 <= seed < 2**64:
+            raise invalid("'seed' must be an integer from 0 to 2**64 - 1", param="seed")
         kwargs["seed"] = seed
     stop = data.get("stop")
     if stop is not None:
