@@ -538,7 +538,7 @@ class _Decoder:
         if shortest is not None:
             need = shortest()
             if need is not None:
-                hint = f" (the shortest valid output is {need} bytes; with this vocabulary it may need as many tokens)"
+                hint = f" (the shortest valid output is {need} tokens of this vocabulary)"
         return GenerationError(
             f"no valid output fits in max_tokens={self.limit}{hint}; raise max_tokens", partial_text=""
         )
