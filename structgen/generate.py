@@ -482,6 +482,10 @@ class _Decoder:
         for t in forced:
             if not state.commit_token(t):
                 break
+            if self.budget_masks and not state.mask_words(budget=room - done).any():  # type: ignore[call-arg]
+                # the forced spelling took more tokens than the budget counts: sampling goes on
+                state.rollback(1)
+                break
             done += 1
         self.stats.forced_tokens += done
         return forced[:done]

@@ -372,3 +372,18 @@ def test_smollm2_writes_a_three_field_model_in_30_tokens() -> None:
             assert isinstance(person, Person)
     finally:
         llm.close()  # now, not in __del__ at interpreter exit, when llama_cpp's globals are gone
+
+
+def test_forced_tokens_keep_the_budget() -> None:
+    """Regression: fast-forward spells forced bytes greedily (``abc`` ``d`` ``e`` ``f``), which
+    can take more tokens than the budget's count (``ab`` ``cdef``); committed at a tight budget
+    they left the output unfinished ("max_tokens=3 ran out"). A forced token that leaves no
+    allowed token at the budget is not committed: sampling takes over."""
+    tokens: list[bytes | None] = [bytes([b]) for b in range(256)] + [b"</s>", b"abc", b"cdef", b"ab"]
+    vocab = Vocab(tokens, eos_token_ids=[256], name="forced-spelling")
+    grammar = Grammar({"root": ir.seq(ir.alt(L("x"), L("y")), L("abcdef"))})
+    assert Constraint.compile(grammar, vocab).start().shortest_completion() == 3
+    for seed in range(4):
+        rt = ScriptedRuntime(vocab, "xabcdef", noise=1.0)
+        r = generate_result(rt, grammar, "p", temperature=1.0, seed=seed, max_tokens=3)
+        assert grammar.matches(r.text) and len(r.token_ids) <= 3
