@@ -387,3 +387,35 @@ def test_forced_tokens_keep_the_budget() -> None:
         rt = ScriptedRuntime(vocab, "xabcdef", noise=1.0)
         r = generate_result(rt, grammar, "p", temperature=1.0, seed=seed, max_tokens=3)
         assert grammar.matches(r.text) and len(r.token_ids) <= 3
+
+
+def test_bytes_no_token_holds_come_last_and_keep_the_byte_shortcut() -> None:
+    """A vocabulary without a byte that no token holds (SmolLM2 lacks 21): the canonical
+    completion avoids it where it can, and budgets plentiful in bytes still take the plain mask."""
+    tokens: list[bytes | None] = [bytes([b]) for b in range(256) if b != 0x20] + [b"</s>", b"bb"]
+    vocab = Vocab(tokens, eos_token_ids=[255], name="no-space")
+    c = Constraint.compile(Grammar({"root": ir.Repeat(ir.alt(L(" "), L("b")), 2, 2)}), vocab)
+    assert c._bytes_bound_tokens()
+    assert c.start().shortest_completion() == 1  # "bb", not the unwritable "  "
+    assert np.array_equal(c.start().mask_words(budget=50), c.start().mask_words())
+
+
+def test_a_byte_held_only_inside_tokens_turns_the_byte_shortcut_off() -> None:
+    """``z`` only inside ``zz``: a completion's bytes no longer bound its tokens, so budget masks
+    always count tokens, and walks that follow them still close."""
+    tokens: list[bytes | None] = [bytes([b]) for b in range(256) if b != ord("z")] + [b"</s>", b"zz"]
+    vocab = Vocab(tokens, eos_token_ids=[255], name="no-single-z")
+    grammar = Grammar({"root": ir.seq(L("a"), ir.plus(L("zz")), ir.star(L("b")))})
+    c = Constraint.compile(grammar, vocab)
+    assert not c._bytes_bound_tokens()
+    assert c.start().shortest_completion() == 2
+    rng = random.Random(3)
+    for budget in (3, 4, 7):
+        st_ = c.start()
+        for step in range(budget):
+            allowed = np.flatnonzero(st_.mask(budget=budget - step)).tolist()
+            assert allowed
+            assert st_.commit_token(rng.choice(allowed))
+            if st_.is_terminated():
+                break
+        assert st_.is_terminated()

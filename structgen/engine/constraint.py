@@ -581,11 +581,11 @@ class Constraint:
         return top
 
     def _bytes_bound_tokens(self) -> bool:
-        """Whether a completion's bytes bound its tokens (every byte is a usable token)."""
+        """Whether a completion's bytes bound its tokens (``TokenCounter.bytes_bound_tokens``)."""
         covers = self._covers_every_byte
         if covers is None:
             with self._lock:
-                covers = self._covers_every_byte = self._counter().covers_every_byte
+                covers = self._covers_every_byte = self._counter().bytes_bound_tokens
         return covers
 
     def _bounded(self, cid: int, budget: int) -> bool:

@@ -23,7 +23,12 @@ after which the shortest completion is one byte shorter, then the same from ther
   equal for masks (count twins, the unbounded repetition of a string under ``maxLength``) get
   the same ``T``.
 * ``T(u) <= shortest(u)`` bytes where every byte has a single-byte token (one spelling is byte by
-  byte), so a budget that is plentiful in bytes (budget_bound.py) is plentiful in tokens.
+  byte), so a budget that is plentiful in bytes (budget_bound.py) is plentiful in tokens. A
+  vocabulary may lack bytes that no token holds at all (SmolLM2 lacks 21: control characters
+  such as 0x04 and bytes that never occur in UTF-8, or only above U+3FFFF); no model can write
+  those, so they come last in the preference, and a configuration whose every shortest
+  completion needs one is a dead end for the plain masks as much as for budgets: the bound is
+  taken to hold there too (``TokenCounter.bytes_bound_tokens``).
 
 The spelling is a dynamic program over ``s(u)`` read through the token trie: ``T`` at position
 ``i`` is one more than the least ``T`` at ``i + len(t)`` over the tokens ``t`` that start there.
@@ -31,7 +36,7 @@ Every configuration on the path gets its ``T`` at once (they are its suffixes), 
 meets one known before stops its program there. A configuration whose shortest completion is
 longer than ``max_text_bytes`` is not spelled: it counts one token per byte (achievable, and
 closed the same way: the single-byte token of ``s``'s first byte leaves at most one byte less),
-or none where some byte has no token.
+or none where a byte some token holds is no token by itself.
 
 Tokens used: text tokens in the trie, below the logit width, not end-of-sequence tokens (which
 end the output where the grammar accepts). Token atoms are not counted: the constraint keeps
@@ -100,10 +105,16 @@ class _TrieSpeller:
         if trie.depth:
             for node, b in enumerate(trie.level_byte[0].tolist()):
                 self._root[b] = node
-        #: every byte value is a usable token by itself
-        self.covers_every_byte = trie.depth > 0 and all(
-            self._root[b] >= 0 and self._ends[0][self._root[b]] for b in range(256)
-        )
+        #: the byte values that are a usable token by themselves
+        self.single = frozenset(b for b in range(256) if self._root[b] >= 0 and self._ends[0][self._root[b]])
+        #: the byte values some text token holds (the only ones a model can write)
+        held = 0
+        if trie.depth:
+            words = np.bitwise_or.reduce(trie.below[0], axis=0) if trie.below[0].size else np.zeros(4, np.uint64)
+            held = sum(int(w) << (64 * i) for i, w in enumerate(words.tolist()))
+            for b in trie.level_byte[0].tolist():
+                held |= 1 << b
+        self.held = frozenset(b for b in range(256) if held >> b & 1)
 
     def lengths(self, text: bytes | bytearray, i: int, end: int) -> list[int]:
         """Lengths ``n`` such that ``text[i:i+n]`` is a usable token, ``i + n <= end``."""
@@ -146,14 +157,23 @@ class TokenCounter:
         self._speller = _TrieSpeller(trie, np.asarray(usable, dtype=bool))
         self._max_cached = max(1, max_cached)
         self._tuning = tuning
+        single = self._speller.single
+        # bytes that are no token by themselves last: a canonical completion uses one only where
+        # every shortest completion does
+        self._preference = bytes(b for b in tuning.preference if b in single) + bytes(
+            b for b in tuning.preference if b not in single
+        )
         self._tokens: dict[int, int | None] = {}
         #: configuration -> (byte, next configuration) of its canonical completion
         self._next: dict[int, tuple[int, int] | None] = {}
 
     @property
-    def covers_every_byte(self) -> bool:
-        """Whether every byte is a usable token (then ``T(u)`` is at most the bytes of ``u``)."""
-        return self._speller.covers_every_byte
+    def bytes_bound_tokens(self) -> bool:
+        """Whether every byte that some token holds is a usable token by itself. Then ``T(u)``
+        is at most the bytes of ``u`` wherever ``s(u)`` can be spelled at all: a byte outside
+        the tokens is one no model can write, and a configuration whose shortest completions
+        all need one is a dead end of the plain masks as much as of the budget's."""
+        return self._speller.held <= self._speller.single
 
     def tokens(self, cid: int) -> int | None:
         """``T(cid)``: tokens of the canonical shortest completion (None: no completion)."""
@@ -164,7 +184,7 @@ class TokenCounter:
         if d is None:
             value = None
         elif d > self._tuning.max_text_bytes:
-            value = d if self.covers_every_byte else None
+            value = d if self.bytes_bound_tokens else None
         else:
             return self._spell(cid, d)
         self._remember(cid, value)
@@ -219,7 +239,7 @@ class TokenCounter:
         system, step = self._system, self._step
         result = None
         run = system.literal_run(cid)
-        candidates = run[0][:1] if run is not None else self._tuning.preference
+        candidates = run[0][:1] if run is not None else self._preference
         bound = system.first_bytes_bound(cid)
         for b in candidates:
             if not bound >> b & 1:
