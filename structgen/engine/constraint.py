@@ -115,7 +115,7 @@ class Constraint:
         # requests may share a constraint across threads: computing (not reading) takes the lock
         self._lock = threading.RLock()
         #: per configuration, the budget figures in bytes (see ``_figures``) and in tokens
-        self._after_cache: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._after_cache: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
         self._token_after: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._top_need: dict[int, int] = {}  # the largest byte figure, per configuration
         self._top_tokens: dict[int, int] = {}  # the largest token figure, per configuration
@@ -145,7 +145,7 @@ class Constraint:
         self._budget_clamp = CountClamp(system, lambda: byte_limits_for(vocab), keep_lengths=True)
         self._bound = CompletionBound(system, machines.rule_bound)
         self._token_counter: TokenCounter | None = None
-        self._covers_every_byte: bool | None = None
+        self._bytes_bound: bool | None = None
 
     # -- construction ---------------------------------------------------------------------------
 
@@ -456,8 +456,10 @@ class Constraint:
     def _compute_token_after(self, cid: int) -> tuple[np.ndarray, np.ndarray]:
         r = self._token_after.get(cid)
         if r is None:
-            ids, need, ends = self._figures(cid)
+            ids, need, ends, slack = self._figures(cid)
             if not self._atom_ids:
+                # counts in tokens need each token's own end: the configuration inside the character
+                ends = multibyte_ends(ids, ends, slack, self.vocab.token_bytes, self._step_bytes)
                 uniq, inverse = unique_inverse(ends)
                 counter = self._counter()
                 short = np.asarray([_or_big(counter.tokens(int(u))) for u in uniq], dtype=np.int64)
@@ -468,11 +470,13 @@ class Constraint:
             self._token_after[cid] = r
         return r
 
-    def _figures(self, cid: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _figures(self, cid: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Allowed token ids of ``cid``, for each the bytes its shortest completion needs, and
-        (where the grammar has no token atoms) the configuration after it: a configuration the
-        engine treats as equal for budgets (a count twin, the unbounded repetition of a counted
-        string), whose shortest completions and so its count in tokens are the same."""
+        (where the grammar has no token atoms) the configuration the walk reported after it and
+        the bytes its last character lacks there (``TransitionTable.walk_ends``). The
+        configuration may be one the engine treats as equal for budgets (a count twin's, the
+        unbounded repetition's of a counted string): its shortest completions, and so its count
+        in tokens, are the same."""
         r = self._after_cache.get(cid)
         if r is not None:
             return r
@@ -480,7 +484,7 @@ class Constraint:
             return self._compute_figures(cid)
 
     @deep_recursion
-    def _compute_figures(self, cid: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _compute_figures(self, cid: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         r = self._after_cache.get(cid)
         if r is None:
             twin = self._budget_clamp.config(cid)
@@ -490,7 +494,7 @@ class Constraint:
             self._after_cache[cid] = r
         return r
 
-    def _walk_figures(self, cid: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _walk_figures(self, cid: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """:meth:`_figures` computed by a walk from ``cid`` itself. A twin whose upper counts are
         clamped has the same tokens and the same shortest completions after each of them
         (count_clamp.py), so the caller asks for the twin's instead where there is one."""
@@ -513,12 +517,11 @@ class Constraint:
             if extra_ids:
                 ids = np.concatenate([ids.astype(np.int64)] + extra_ids)
                 need = np.concatenate([need] + extra_need)
-            return ids.astype(np.int64), need, np.zeros(0, dtype=np.int64)
-        # counts in tokens need each token's own end: the configuration inside the character
-        ends = multibyte_ends(ids, ends, slack, self.vocab.token_bytes, self._step_bytes)
-        return ids.astype(np.int64), need, ends.astype(np.int64)
+            empty = np.zeros(0, dtype=np.int64)
+            return ids.astype(np.int64), need, empty, empty
+        return ids.astype(np.int64), need, ends, slack
 
-    def _counted_figures(self, cid: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    def _counted_figures(self, cid: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
         """:meth:`_figures` inside a counted repetition with no units still required (a string
         under ``maxLength``): every token's shortest completion is the one it has in the
         unbounded repetition (the repetition may stop at once either way), so the figures are the
@@ -533,10 +536,10 @@ class Constraint:
             # or the base is a head over the hole (a last unit's), whose completions are not
             # the document's
             return None
-        ids, need, ends = self._figures(base)
+        ids, need, ends, slack = self._figures(base)
         allowed = unpack(self.mask_words(cid), self._width)
         keep = allowed[ids]
-        return ids[keep], need[keep], ends[keep]
+        return ids[keep], need[keep], ends[keep], slack[keep]
 
     def _shortest_or_big(self, cid: int) -> int:
         return _or_big(self._system.shortest(cid))
@@ -557,7 +560,7 @@ class Constraint:
         if not self._atom_ids and bytes_bound and self._bounded(cid, budget):
             return self.mask_words(cid)
         if bytes_bound:
-            ids, need, _ = self._figures(cid)
+            ids, need, _, _ = self._figures(cid)
             top = self._largest(self._top_need, cid, need)
             if top <= budget - 2 and not self._atom_ids:
                 return self.mask_words(cid)  # every token fits: the cached plain mask, not a new pack
@@ -582,11 +585,11 @@ class Constraint:
 
     def _bytes_bound_tokens(self) -> bool:
         """Whether a completion's bytes bound its tokens (``TokenCounter.bytes_bound_tokens``)."""
-        covers = self._covers_every_byte
-        if covers is None:
+        bound = self._bytes_bound
+        if bound is None:
             with self._lock:
-                covers = self._covers_every_byte = self._counter().bytes_bound_tokens
-        return covers
+                bound = self._bytes_bound = self._counter().bytes_bound_tokens
+        return bound
 
     def _bounded(self, cid: int, budget: int) -> bool:
         if self._bound.known(cid):
