@@ -45,6 +45,7 @@ from .machines import Machines, build_machines, token_symbol
 from .masks import pack_ids, pack_ids_onto, unpack, words_for
 from .table import TransitionTable
 from .terms import ALT_K, BYTES_K, EMPTY, HAS_POSS, SEQ_K
+from .token_budget import DEFAULT_TOKEN_BUDGET_TUNING, TokenCounter, multibyte_ends
 from .trie_cache import token_trie_for
 
 #: Whether a configuration of one stack over a caller is walked over the hole (its walk shared
@@ -113,8 +114,11 @@ class Constraint:
         self._text_index: dict[bytes, int] | None = None
         # requests may share a constraint across threads: computing (not reading) takes the lock
         self._lock = threading.RLock()
-        self._after_cache: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-        self._top_need: dict[int, int] = {}  # the largest figure of _after, per configuration
+        #: per configuration, the budget figures in bytes (see ``_figures``) and in tokens
+        self._after_cache: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._token_after: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._top_need: dict[int, int] = {}  # the largest byte figure, per configuration
+        self._top_tokens: dict[int, int] = {}  # the largest token figure, per configuration
         self._counted: dict[int, tuple[CountedHead, UnitCounts, int] | None] = {}
         self._units: dict[tuple[int, int | None], UnitCounts | None] = {}
         self._automata: dict[int, UnitAutomaton | None] = {}
@@ -140,6 +144,8 @@ class Constraint:
         self._clamp = CountClamp(system, lambda: byte_limits_for(vocab))
         self._budget_clamp = CountClamp(system, lambda: byte_limits_for(vocab), keep_lengths=True)
         self._bound = CompletionBound(system, machines.rule_bound)
+        self._token_counter: TokenCounter | None = None
+        self._bytes_bound: bool | None = None
 
     # -- construction ---------------------------------------------------------------------------
 
@@ -406,52 +412,117 @@ class Constraint:
         self._masks[cid] = words
 
     def shortest(self, cid: int) -> int | None:
-        """Bytes in the shortest completion from ``cid`` (an upper bound on the tokens it needs)."""
+        """Bytes in the shortest completion from ``cid`` (None if there is none)."""
         return self._system.shortest(cid)
 
+    def shortest_tokens(self, cid: int) -> int | None:
+        """Tokens of this vocabulary in the shortest completion from ``cid`` that budget masks
+        count (None if there is none): a canonical shortest byte completion spelled in the
+        fewest tokens (token_budget.py), which a model can always write. For a grammar with token
+        atoms, the bytes (the figures its budget masks keep, atoms counted as no byte)."""
+        if self._atom_ids:
+            return self._system.shortest(cid)
+        with self._lock:
+            return self._counter().tokens(cid)
+
+    def _counter(self) -> TokenCounter:
+        counter = self._token_counter
+        if counter is None:
+            vocab = self.vocab
+            usable = np.zeros(max(self._trie.n_tokens, vocab.n_tokens), dtype=bool)
+            usable[: min(self._width, usable.size)] = True
+            usable[[e for e in vocab.eos_token_ids if e < usable.size]] = False
+            counter = self._token_counter = TokenCounter(
+                self._system,
+                self._table.step,
+                self._trie,
+                usable,
+                max_cached=self.limits.max_cached_masks,
+                tuning=DEFAULT_TOKEN_BUDGET_TUNING,
+            )
+        return counter
+
     def _after(self, cid: int) -> tuple[np.ndarray, np.ndarray]:
-        """Allowed token ids of ``cid`` and, for each, the bytes its shortest completion needs."""
+        """Allowed token ids of ``cid`` and, for each, the tokens its shortest completion needs
+        (:meth:`shortest_tokens` of the configuration after it; the bytes where the grammar has
+        token atoms)."""
+        r = self._token_after.get(cid)
+        if r is not None:
+            return r
+        with self._lock:
+            return self._compute_token_after(cid)
+
+    @deep_recursion
+    def _compute_token_after(self, cid: int) -> tuple[np.ndarray, np.ndarray]:
+        r = self._token_after.get(cid)
+        if r is None:
+            ids, need, ends, slack = self._figures(cid)
+            if not self._atom_ids:
+                # counts in tokens need each token's own end: the configuration inside the character
+                ends = multibyte_ends(ids, ends, slack, self.vocab.token_bytes, self._step_bytes)
+                uniq, inverse = unique_inverse(ends)
+                counter = self._counter()
+                short = np.asarray([_or_big(counter.tokens(int(u))) for u in uniq], dtype=np.int64)
+                need = short[inverse] if ids.size else np.zeros(0, dtype=np.int64)
+            r = (ids, need)
+            if len(self._token_after) >= self.limits.max_cached_masks:
+                self._token_after.pop(next(iter(self._token_after)))
+            self._token_after[cid] = r
+        return r
+
+    def _figures(self, cid: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Allowed token ids of ``cid``, for each the bytes its shortest completion needs, and
+        (where the grammar has no token atoms) the configuration the walk reported after it and
+        the bytes its last character lacks there (``TransitionTable.walk_ends``). The
+        configuration may be one the engine treats as equal for budgets (a count twin's, the
+        unbounded repetition's of a counted string): its shortest completions, and so its count
+        in tokens, are the same."""
         r = self._after_cache.get(cid)
         if r is not None:
             return r
         with self._lock:
-            return self._compute_after(cid)
+            return self._compute_figures(cid)
 
     @deep_recursion
-    def _compute_after(self, cid: int) -> tuple[np.ndarray, np.ndarray]:
+    def _compute_figures(self, cid: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         r = self._after_cache.get(cid)
         if r is None:
             twin = self._budget_clamp.config(cid)
-            r = self._compute_after(twin) if twin != cid else self._walk_after(cid)
+            r = self._compute_figures(twin) if twin != cid else self._walk_figures(cid)
             if len(self._after_cache) >= self.limits.max_cached_masks:
                 self._after_cache.pop(next(iter(self._after_cache)))
             self._after_cache[cid] = r
         return r
 
-    def _walk_after(self, cid: int) -> tuple[np.ndarray, np.ndarray]:
-        """:meth:`_after` computed by a walk from ``cid`` itself. A twin whose upper counts are
-        clamped has the same tokens and the same shortest completion after each of them
+    def _walk_figures(self, cid: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`_figures` computed by a walk from ``cid`` itself. A twin whose upper counts are
+        clamped has the same tokens and the same shortest completions after each of them
         (count_clamp.py), so the caller asks for the twin's instead where there is one."""
-        counted = self._counted_after(cid)
+        counted = self._counted_figures(cid)
         if counted is not None:
             return counted
         ids, ends, slack = self._table.walk_ends(cid, self._trie)
+        # a token ending inside a character is reported with the loop configuration, up to 3
+        # bytes short: its bytes are the loop's plus those
         uniq, inverse = unique_inverse(ends)
         short = np.asarray([self._shortest_or_big(int(u)) for u in uniq], dtype=np.int64)
         need = short[inverse] + slack if ids.size else np.zeros(0, dtype=np.int64)
-        extra_ids, extra_need = [], []
-        for k, (aids, negated) in enumerate(self._atom_ids):
-            nxt = self._atom_step(cid, k)
-            if nxt != DEAD and not negated:
-                extra_ids.append(aids)
-                extra_need.append(np.full(aids.size, self._shortest_or_big(nxt)))
-        if extra_ids:
-            ids = np.concatenate([ids.astype(np.int64)] + extra_ids)
-            need = np.concatenate([need] + extra_need)
-        return (ids.astype(np.int64), need)
+        if self._atom_ids:
+            extra_ids, extra_need = [], []
+            for k, (aids, negated) in enumerate(self._atom_ids):
+                nxt = self._atom_step(cid, k)
+                if nxt != DEAD and not negated:
+                    extra_ids.append(aids)
+                    extra_need.append(np.full(aids.size, self._shortest_or_big(nxt)))
+            if extra_ids:
+                ids = np.concatenate([ids.astype(np.int64)] + extra_ids)
+                need = np.concatenate([need] + extra_need)
+            empty = np.zeros(0, dtype=np.int64)
+            return ids.astype(np.int64), need, empty, empty
+        return ids.astype(np.int64), need, ends, slack
 
-    def _counted_after(self, cid: int) -> tuple[np.ndarray, np.ndarray] | None:
-        """:meth:`_after` inside a counted repetition with no units still required (a string
+    def _counted_figures(self, cid: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+        """:meth:`_figures` inside a counted repetition with no units still required (a string
         under ``maxLength``): every token's shortest completion is the one it has in the
         unbounded repetition (the repetition may stop at once either way), so the figures are the
         unbounded configuration's, restricted to the tokens this count allows (its mask). Each
@@ -465,34 +536,60 @@ class Constraint:
             # or the base is a head over the hole (a last unit's), whose completions are not
             # the document's
             return None
-        ids, need = self._after(base)
+        ids, need, ends, slack = self._figures(base)
         allowed = unpack(self.mask_words(cid), self._width)
         keep = allowed[ids]
-        return ids[keep], need[keep]
+        return ids[keep], need[keep], ends[keep], slack[keep]
 
     def _shortest_or_big(self, cid: int) -> int:
-        v = self._system.shortest(cid)
-        return 1 << 40 if v is None else v
+        return _or_big(self._system.shortest(cid))
 
     def mask_words_within(self, cid: int, budget: int) -> np.ndarray:
         """The mask of ``cid`` keeping only tokens after which the grammar can still close within
-        ``budget`` tokens in all (the token itself and the final end-of-sequence included).
-        While no token can need that many, it is the plain mask (budget_bound.py)."""
-        if not self._atom_ids and self._bounded(cid, budget):
+        ``budget`` tokens in all (the token itself and the final end-of-sequence included),
+        counted in tokens of this vocabulary (:meth:`shortest_tokens`; bytes for a grammar with
+        token atoms). A model that follows these masks always ends validly: each allowed token
+        leaves a canonical completion whose first token is allowed at the next budget
+        (token_budget.py).
+
+        Where every byte is a token, a completion's bytes bound its tokens, so while the budget
+        is plentiful in bytes it is the plain mask, found without counting tokens: by the bound
+        on every configuration's completion (budget_bound.py), or by this configuration's
+        largest byte figure. Tokens are counted only once the budget is tight in bytes."""
+        bytes_bound = bool(self._atom_ids) or self._bytes_bound_tokens()
+        if not self._atom_ids and bytes_bound and self._bounded(cid, budget):
             return self.mask_words(cid)
-        ids, need = self._after(cid)
-        top = self._top_need.get(cid)
-        if top is None:
-            top = int(need.max(initial=-1))
-            if len(self._top_need) >= self.limits.max_cached_masks:
-                self._top_need.pop(next(iter(self._top_need)), None)
-            self._top_need[cid] = top
-        if top <= budget - 2 and not self._atom_ids:
-            return self.mask_words(cid)  # every token fits: the cached plain mask, not a new pack
+        if bytes_bound:
+            ids, need, _, _ = self._figures(cid)
+            top = self._largest(self._top_need, cid, need)
+            if top <= budget - 2 and not self._atom_ids:
+                return self.mask_words(cid)  # every token fits: the cached plain mask, not a new pack
+        if not self._atom_ids:
+            ids, need = self._after(cid)
+            if self._largest(self._top_tokens, cid, need) <= budget - 2:
+                return self.mask_words(cid)
         keep = ids[need <= budget - 2]
         if budget >= 1 and self._system.accepting(cid) and len(self._eos):
             keep = np.concatenate([keep, self._eos])
         return pack_ids(keep, self._width)
+
+    def _largest(self, memo: dict[int, int], cid: int, need: np.ndarray) -> int:
+        """The largest figure of ``cid`` (-1 where no token is allowed), remembered in ``memo``."""
+        top = memo.get(cid)
+        if top is None:
+            top = int(need.max(initial=-1))
+            if len(memo) >= self.limits.max_cached_masks:
+                memo.pop(next(iter(memo)), None)
+            memo[cid] = top
+        return top
+
+    def _bytes_bound_tokens(self) -> bool:
+        """Whether a completion's bytes bound its tokens (``TokenCounter.bytes_bound_tokens``)."""
+        bound = self._bytes_bound
+        if bound is None:
+            with self._lock:
+                bound = self._bytes_bound = self._counter().bytes_bound_tokens
+        return bound
 
     def _bounded(self, cid: int, budget: int) -> bool:
         if self._bound.known(cid):
@@ -782,10 +879,18 @@ class State:
         return unpack(self.mask_words(budget), self._c._width)
 
     def shortest_completion(self) -> int | None:
-        """Bytes in the shortest way to finish the sentence from here (None if there is none).
+        """Tokens of this vocabulary needed to finish the sentence from here, the end-of-sequence
+        token not counted (None if it cannot be finished): what budget masks count, so a budget
+        of this plus one (:meth:`mask_words`) always closes. It is the fewest tokens spelling a
+        canonical shortest byte completion (token_budget.py): at most
+        :meth:`shortest_completion_bytes` where every byte is a token, at least the true fewest.
+        For a grammar with token atoms it is the bytes (atoms counted as none)."""
+        if self._terminated[-1]:
+            return 0
+        return self._c.shortest_tokens(self.config)
 
-        Every byte has a single-byte token in byte-level and byte-fallback vocabularies, so this
-        bounds the tokens needed."""
+    def shortest_completion_bytes(self) -> int | None:
+        """Bytes in the shortest way to finish the sentence from here (None if there is none)."""
         if self._terminated[-1]:
             return 0
         return self._c.shortest(self.config)
@@ -883,6 +988,11 @@ class State:
                 break
             tokens.pop()
         return tokens
+
+
+def _or_big(v: int | None) -> int:
+    """A figure for the budget masks: None (no completion) as a need no budget meets."""
+    return 1 << 40 if v is None else v
 
 
 def _greedy_tokenize(c: Constraint, data: bytes) -> list[int]:
