@@ -10,6 +10,7 @@ from a dictionary.
 
 from __future__ import annotations
 
+import operator
 import threading
 from typing import TYPE_CHECKING, Iterable, Sequence
 
@@ -159,8 +160,10 @@ class Constraint:
         configurations ahead of time (up to ``limits.aot_max_configs``) and builds their masks;
         both modes give identical masks.
         """
-        if mode not in ("lazy", "aot"):
-            raise ValueError("mode must be 'lazy' or 'aot'")
+        if not isinstance(mode, str) or mode not in ("lazy", "aot"):
+            raise ConstraintError(f"mode must be 'lazy' or 'aot', not {mode!r}")
+        if not isinstance(limits, EngineLimits):
+            raise ConstraintError(f"limits must be an EngineLimits, not {type(limits).__name__}")
         machines = build_machines(grammar)
         system = ConfigSystem(
             machines,
@@ -203,7 +206,8 @@ class Constraint:
         key = (cid, k)
         r = self._atom_steps.get(key)
         if r is None:
-            r = self._atom_steps[key] = self._system.step(cid, token_symbol(k))
+            with self._lock:  # a step may intern configurations: the same lock as every computation
+                r = self._atom_steps[key] = self._system.step(cid, token_symbol(k))
         return r
 
     def mask_words(self, cid: int) -> np.ndarray:
@@ -704,18 +708,32 @@ class Constraint:
 
     # -- saving ---------------------------------------------------------------------------------
 
-    def save(self) -> bytes:
-        """A versioned, pickle-free blob of this constraint and everything computed so far."""
+    def save(self, *, key: bytes | None = None) -> bytes:
+        """A versioned, pickle-free blob of this constraint and everything computed so far.
+
+        Safe while other threads compute masks: the snapshot is taken under the lock every
+        computation holds. With ``key``, the blob is sealed with HMAC-SHA256 under that key
+        (``load`` then needs the same key); without, with a plain SHA-256 digest, which finds
+        corruption but not a deliberate forgery."""
         from .artifact import save_constraint
 
-        return save_constraint(self)
+        return save_constraint(self, key=key)
 
     @classmethod
-    def load(cls, blob: bytes, vocab: Vocab) -> Constraint:
-        """A constraint saved with :meth:`save`; refuses a different vocabulary."""
+    def load(
+        cls,
+        blob: bytes,
+        vocab: Vocab,
+        *,
+        limits: EngineLimits = DEFAULT_ENGINE_LIMITS,
+        key: bytes | None = None,
+    ) -> Constraint:
+        """A constraint saved with :meth:`save`, under the caller's ``limits`` (the blob's own
+        are not read). Raises VocabError for another vocabulary, ConstraintError for a blob that
+        is malformed or fails its digest, LimitError for one past ``limits``."""
         from .artifact import load_constraint
 
-        return load_constraint(blob, vocab)
+        return load_constraint(blob, vocab, limits=limits, key=key)
 
     # -- statistics -----------------------------------------------------------------------------
 
@@ -769,11 +787,13 @@ class State:
         only tokens after which the grammar can still be closed within the budget are allowed,
         so that generation always ends with a complete sentence.
         """
+        if budget is not None:
+            budget = _integer(budget, "the token budget")
+            if budget < 1:
+                raise ConstraintError("the token budget must be at least 1 (the end-of-sequence token)")
         if self._terminated[-1]:
             return np.zeros(self._c._words, dtype=np.int32)
         if budget is not None:
-            if budget < 1:
-                raise ConstraintError("the token budget must be at least 1 (the end-of-sequence token)")
             return self._c.mask_words_within(self.config, budget)
         return self._c.mask_words(self.config)
 
@@ -794,16 +814,29 @@ class State:
         return np.flatnonzero(self.mask())
 
     def fill_bitmask(self, out: np.ndarray, row: int = 0, budget: int | None = None) -> None:
-        """Write the packed mask into ``out[row]`` (``out`` is int32, ``(batch, words)`` or ``(words,)``)."""
+        """Write the packed mask into ``out[row]``: ``out`` is a writable int32 or uint32 array,
+        ``(batch, words)`` or ``(words,)`` (then ``row`` is 0), with at least this vocabulary's
+        words per row. The whole row is written: words past this vocabulary's width (a batch
+        sized for a wider model) are set to 0, so no id beyond it stays allowed."""
+        _check_bitmask(out)
+        row = _integer(row, "bitmask row")
         n = self._c._words
         if out.shape[-1] < n:
             raise ConstraintError(f"bitmask row has {out.shape[-1]} words, {n} needed")
         if out.ndim == 1:
-            out[:n] = self.mask_words(budget)
+            if row != 0:
+                raise ConstraintError(f"row {row} of a one-dimensional bitmask (only row 0 exists)")
+            target = out
         else:
-            out[row, :n] = self.mask_words(budget)
+            if not 0 <= row < out.shape[0]:
+                raise ConstraintError(f"row {row} is outside a bitmask of {out.shape[0]} rows")
+            target = out[row]
+        words = self.mask_words(budget)
+        target[:n] = words if out.dtype == np.int32 else words.view(np.uint32)
+        target[n:] = 0
 
     def is_allowed(self, token_id: int) -> bool:
+        token_id = _integer(token_id, "token id")
         self._check_id(token_id)
         w = self.mask_words()
         return bool((int(w[token_id >> 5]) >> (token_id & 31)) & 1)
@@ -813,8 +846,9 @@ class State:
             raise ConstraintError(f"token id {token_id} is out of range (logit width {self._c._width})")
 
     def commit_token(self, token_id: int) -> bool:
-        """Advance by one token. Returns False, leaving the state unchanged, if it is not allowed."""
-        token_id = int(token_id)
+        """Advance by one token. Returns False, leaving the state unchanged, if it is not allowed.
+        ``token_id`` must be an integer (``operator.index``; not a float, a string or a bool)."""
+        token_id = _integer(token_id, "token id")
         if not self.is_allowed(token_id):
             return False
         if token_id in self._c._eos_set and self._c.accepting(self.config):
@@ -840,6 +874,7 @@ class State:
 
     def rollback(self, n: int = 1) -> None:
         """Undo the last ``n`` committed tokens."""
+        n = _integer(n, "rollback count")
         if n < 0 or n > self.num_tokens:
             raise ConstraintError(f"cannot roll back {n} tokens; {self.num_tokens} committed")
         if n:
@@ -852,6 +887,7 @@ class State:
 
     def forced_bytes(self, limit: int = 256) -> bytes:
         """Bytes every valid continuation starts with (empty where there is a choice)."""
+        limit = _integer(limit, "forced bytes limit")
         c = self._c
         out = bytearray()
         cid = self.config
@@ -924,9 +960,42 @@ def _some_token_extends(c: Constraint, suffix: bytes) -> bool:
     return False
 
 
+def _integer(value: object, what: str) -> int:
+    """``value`` as an int by ``operator.index`` (as ``Vocab.token_bytes`` reads ids): a float,
+    a string or a bool is a caller's mistake that ``int()`` would turn into a valid-looking id."""
+    if isinstance(value, (bool, np.bool_)):
+        raise ConstraintError(f"{what} must be an integer, not a bool ({value!r})")
+    try:
+        return operator.index(value)  # type: ignore[arg-type]
+    except TypeError:
+        shown = repr(value)
+        shown = shown if len(shown) <= 60 else shown[:57] + "..."
+        raise ConstraintError(f"{what} must be an integer, not {type(value).__name__} {shown}") from None
+
+
+def _check_bitmask(out: object) -> None:
+    """Refuse a bitmask buffer the packed words cannot be written into as they are: not a
+    writable numpy array of native int32 or uint32 words with one or two dimensions (another
+    width would cast the words, and a consumer reading it as int32 would read other bits)."""
+    if not isinstance(out, np.ndarray):
+        raise ConstraintError(f"a bitmask must be a numpy array, not {type(out).__name__}")
+    if out.dtype != np.int32 and out.dtype != np.uint32:
+        raise ConstraintError(f"a bitmask must be int32 or uint32, not {out.dtype}")
+    if out.ndim not in (1, 2):
+        raise ConstraintError(f"a bitmask must have 1 or 2 dimensions, not {out.ndim}")
+    if not out.flags.writeable:
+        raise ConstraintError("the bitmask array is read-only")
+
+
 def fill_bitmasks(states: Sequence[State], out: np.ndarray, budgets: Sequence[int | None] | None = None) -> None:
-    """Fill row ``i`` of ``out`` with the mask of ``states[i]`` (a batch of requests)."""
+    """Fill row ``i`` of ``out`` with the mask of ``states[i]`` (a batch of requests); each row
+    is written whole (see :meth:`State.fill_bitmask`), rows past ``len(states)`` are left alone."""
+    _check_bitmask(out)
     if out.ndim != 2 or out.shape[0] < len(states):
         raise ConstraintError(f"bitmask array of shape {out.shape} cannot hold {len(states)} rows")
+    if budgets is not None and len(budgets) != len(states):
+        raise ConstraintError(f"{len(budgets)} budgets for {len(states)} states")
     for i, st in enumerate(states):
+        if not isinstance(st, State):
+            raise ConstraintError(f"states[{i}] is a {type(st).__name__}, not a State")
         st.fill_bitmask(out, i, None if budgets is None else budgets[i])
