@@ -220,6 +220,53 @@ def test_unknown_mode_and_flavor_are_structgen_errors(llama3: Vocab) -> None:
         Grammar.from_regex("a+", flavor="glrm", flags=None)  # type: ignore[arg-type]
 
 
+# -- memory in bytes (item 8) -----------------------------------------------------------------
+
+
+def test_memory_bound_in_bytes(llama3: Vocab) -> None:
+    """``^(a|b)*a(a|b){24}$`` makes a configuration (and a mask) per token for a long while: a
+    small ``max_memory_bytes`` stops the walk with a LimitError naming it, and the state stays
+    where it was (the step is not half taken)."""
+    g = Grammar.from_regex("^(a|b)*a(a|b){24}$")
+    bound = 4 * 1024 * 1024
+    c = Constraint.compile(g, llama3, limits=EngineLimits(max_memory_bytes=bound))
+    a, b = greedy_tokens(llama3, b"a")[0], greedy_tokens(llama3, b"b")[0]
+    rng = random.Random(7)
+    st = c.start()
+    with pytest.raises(LimitError) as info:
+        for _ in range(10_000):
+            st.mask_words()
+            before = st.num_tokens
+            st.commit_token(rng.choice((a, b)))
+    assert info.value.limit == "max_memory_bytes"
+    assert st.num_tokens in (before, before + 1)
+    with pytest.raises(LimitError):
+        st.mask_words()  # past the bound it stays refused, caught or not
+    assert c.memory_bytes() > bound
+    assert st.num_tokens < 1000  # stopped by the bound, not by the end of the loop
+    # the default bound is far from what this walk reached
+    assert c.memory_bytes() < EngineLimits().max_memory_bytes // 100
+
+
+def test_memory_estimate_counts_what_grows(json_c: Constraint, llama3: Vocab) -> None:
+    before = json_c.memory_bytes()
+    st = json_c.start()
+    assert st.commit_tokens(greedy_tokens(llama3, b"[" * 40 + b'{"deep": "x'))
+    st.mask_words()
+    assert json_c.memory_bytes() > before
+
+
+def test_loaded_constraint_memory_bound(llama3: Vocab) -> None:
+    c = Constraint.compile(json_grammar(), llama3)
+    st = c.start()
+    assert st.commit_tokens(greedy_tokens(llama3, b'[{"a": [1, 2, "x"]}'))
+    st.mask_words()
+    blob = c.save()
+    with pytest.raises(LimitError) as info:
+        Constraint.load(blob, llama3, limits=EngineLimits(max_memory_bytes=len(blob) + 1))
+    assert info.value.limit == "max_memory_bytes"
+
+
 # -- saving while other threads compute (item 2) ----------------------------------------------
 
 

@@ -245,6 +245,7 @@ def _load(blob: object, vocab: Vocab, limits: EngineLimits, key: bytes | None) -
         w = np.array(row, dtype=np.int32)
         w.flags.writeable = False
         c._masks[cid] = w
+    c._check_memory()
     return c
 
 

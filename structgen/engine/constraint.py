@@ -79,6 +79,15 @@ SPINE_HEAD_ELEMENTS = 1
 #: the tail may read) is walked as it is from then on
 SPINE_EXITS = 16
 
+#: Bytes one configuration, stack or term costs with everything remembered about it (memos,
+#: indexes, derivatives), beside the table row and masks counted as allocated: measured with
+#: tracemalloc on a long ``maxLength`` string, ``^(a|b)*a(a|b){24}$`` and JSON nested 1,000 deep
+#: (about 2 KB per configuration in the first, 800 B per term in the second, 600 B per stack in
+#: the third), rounded up
+MEMORY_PER_CONFIG = 2048
+MEMORY_PER_STACK = 600
+MEMORY_PER_TERM = 800
+
 if TYPE_CHECKING:
     from ..vocab import Vocab
 
@@ -141,6 +150,7 @@ class Constraint:
         self._clamp = CountClamp(system, lambda: byte_limits_for(vocab))
         self._budget_clamp = CountClamp(system, lambda: byte_limits_for(vocab), keep_lengths=True)
         self._bound = CompletionBound(system, machines.rule_bound)
+        self._memory_checked_at = -1  # configurations when memory_bytes was last compared
 
     # -- construction ---------------------------------------------------------------------------
 
@@ -737,6 +747,32 @@ class Constraint:
 
     # -- statistics -----------------------------------------------------------------------------
 
+    def memory_bytes(self) -> int:
+        """Estimated bytes this constraint holds: its transition table and cached masks as
+        allocated, and its interned parse state (configurations, stacks, terms, with what is
+        remembered about each) at a cost per item measured with tracemalloc (``MEMORY_PER_*``).
+        Counted from sizes alone, so cheap enough to check after every step."""
+        system = self._system
+        return (
+            self._table.rows.nbytes
+            + (len(self._masks) + len(self._counted_words) + len(self._relative)) * self._words * 4
+            + len(system.configs) * MEMORY_PER_CONFIG
+            + len(system.stack_top) * MEMORY_PER_STACK
+            + len(self._machines.store) * MEMORY_PER_TERM
+        )
+
+    def _check_memory(self) -> None:
+        """LimitError past ``limits.max_memory_bytes``; looked at only when configurations were
+        added since the last look (what grows without them, masks, is bounded by a count)."""
+        n = len(self._system.configs)
+        if n == self._memory_checked_at:
+            return
+        limit = self.limits.max_memory_bytes
+        held = self.memory_bytes()
+        if held > limit:
+            raise LimitError(f"the constraint holds about {held} bytes", limit="max_memory_bytes", value=limit)
+        self._memory_checked_at = n  # within the bound: not looked at again until it grows
+
     def stats(self) -> dict[str, int]:
         return {
             "terms": len(self._machines.store),
@@ -793,9 +829,11 @@ class State:
                 raise ConstraintError("the token budget must be at least 1 (the end-of-sequence token)")
         if self._terminated[-1]:
             return np.zeros(self._c._words, dtype=np.int32)
-        if budget is not None:
-            return self._c.mask_words_within(self.config, budget)
-        return self._c.mask_words(self.config)
+        words = (
+            self._c.mask_words_within(self.config, budget) if budget is not None else self._c.mask_words(self.config)
+        )
+        self._c._check_memory()
+        return words
 
     def mask(self, budget: int | None = None) -> np.ndarray:
         """A fresh bool array of the model's logit width: True where the token is allowed."""
@@ -858,6 +896,7 @@ class State:
         nxt = self._c.commit(self.config, token_id)
         if nxt == DEAD:  # pragma: no cover - the mask said it was allowed
             return False
+        self._c._check_memory()  # before the state moves: a refused step leaves it where it was
         self._history.append(nxt)
         self._terminated.append(False)
         return True
