@@ -93,6 +93,21 @@ def test_terminated_state_still_checks_its_budget(json_c: Constraint, llama3: Vo
         st.mask(budget=0)
 
 
+def test_wrong_argument_types_are_constraint_errors(json_c: Constraint, llama3: Vocab) -> None:
+    st = json_c.start()
+    for bad in (5, None, "[1]", b"[1]"):
+        with pytest.raises(ConstraintError):
+            st.commit_tokens(bad)  # type: ignore[arg-type]
+    assert st.num_tokens == 0
+    for grammar, vocab in ((None, llama3), ("root ::= x", llama3), (json_grammar(), None), (json_grammar(), "v")):
+        with pytest.raises(ConstraintError):
+            Constraint.compile(grammar, vocab)  # type: ignore[arg-type]
+    with pytest.raises(ConstraintError):
+        Constraint.load(json_c.save(), None)  # type: ignore[arg-type]
+    with pytest.raises(ConstraintError):
+        fill_bitmasks(st, np.zeros((1, json_c._words), np.int32))  # type: ignore[arg-type]
+
+
 # -- bitmask buffers (item 5) -----------------------------------------------------------------
 
 

@@ -31,6 +31,7 @@ import numpy as np
 from ..errors import ConstraintError, GrammarError, LimitError, VocabError
 from ..grammar import ir
 from ..grammar.serialize import grammar_from_data, grammar_to_data
+from ..vocab import Vocab
 from .configs import ConfigSystem
 from .limits import EngineLimits
 from .machines import SYMBOL_BASE, Machines, _Lowering, is_call, symbol_index
@@ -39,7 +40,6 @@ from .table import UNKNOWN
 from .terms import ALT_K, AND_K, BYTES_K, DIFF_K, LAZY_K, POSS_K, REPEAT_K, SEQ_K, SYM_K, TermStore, repeat_flags
 
 if TYPE_CHECKING:
-    from ..vocab import Vocab
     from .constraint import Constraint
 
 FORMAT = "structgen-constraint"
@@ -152,6 +152,8 @@ def load_constraint(blob: bytes, vocab: Vocab, *, limits: EngineLimits, key: byt
     """The constraint saved in ``blob``, under the caller's ``limits`` (see the module docstring)."""
     if not isinstance(limits, EngineLimits):
         raise ConstraintError(f"limits must be an EngineLimits, not {type(limits).__name__}")
+    if not isinstance(vocab, Vocab):
+        raise ConstraintError(f"load takes a Vocab, not {type(vocab).__name__}")
     key = _check_key(key)
     try:
         return _load(blob, vocab, limits, key)

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import operator
 import threading
-from typing import TYPE_CHECKING, Iterable, Sequence
+from typing import Iterable, Sequence
 
 import numpy as np
 
 from ..errors import ConstraintError, GrammarError, LimitError
 from ..grammar import ir
 from ..grammar.grammar import Grammar
+from ..vocab import Vocab
 from . import shared_walks
 from .arrays import unique_inverse
 from .budget_bound import CompletionBound
@@ -87,9 +88,6 @@ SPINE_EXITS = 16
 MEMORY_PER_CONFIG = 2048
 MEMORY_PER_STACK = 600
 MEMORY_PER_TERM = 800
-
-if TYPE_CHECKING:
-    from ..vocab import Vocab
 
 
 class Constraint:
@@ -170,6 +168,10 @@ class Constraint:
         configurations ahead of time (up to ``limits.aot_max_configs``) and builds their masks;
         both modes give identical masks.
         """
+        if not isinstance(grammar, Grammar):
+            raise ConstraintError(f"compile takes a Grammar, not {type(grammar).__name__}")
+        if not isinstance(vocab, Vocab):
+            raise ConstraintError(f"compile takes a Vocab, not {type(vocab).__name__}")
         if not isinstance(mode, str) or mode not in ("lazy", "aot"):
             raise ConstraintError(f"mode must be 'lazy' or 'aot', not {mode!r}")
         if not isinstance(limits, EngineLimits):
@@ -824,7 +826,8 @@ class State:
         so that generation always ends with a complete sentence.
         """
         if budget is not None:
-            budget = _integer(budget, "the token budget")
+            if type(budget) is not int:
+                budget = _integer(budget, "the token budget")
             if budget < 1:
                 raise ConstraintError("the token budget must be at least 1 (the end-of-sequence token)")
         if self._terminated[-1]:
@@ -857,21 +860,34 @@ class State:
         words per row. The whole row is written: words past this vocabulary's width (a batch
         sized for a wider model) are set to 0, so no id beyond it stays allowed."""
         _check_bitmask(out)
-        row = _integer(row, "bitmask row")
+        if type(row) is not int:
+            row = _integer(row, "bitmask row")
         n = self._c._words
-        if out.shape[-1] < n:
-            raise ConstraintError(f"bitmask row has {out.shape[-1]} words, {n} needed")
-        if out.ndim == 1:
+        shape = out.shape
+        if shape[-1] < n:
+            raise ConstraintError(f"bitmask row has {shape[-1]} words, {n} needed")
+        if len(shape) == 1:
             if row != 0:
                 raise ConstraintError(f"row {row} of a one-dimensional bitmask (only row 0 exists)")
-            target = out
-        else:
-            if not 0 <= row < out.shape[0]:
-                raise ConstraintError(f"row {row} is outside a bitmask of {out.shape[0]} rows")
-            target = out[row]
+        elif not 0 <= row < shape[0]:
+            raise ConstraintError(f"row {row} is outside a bitmask of {shape[0]} rows")
         words = self.mask_words(budget)
-        target[:n] = words if out.dtype == np.int32 else words.view(np.uint32)
-        target[n:] = 0
+        if out.dtype is not _INT32:
+            words = words.view(np.uint32)
+        try:
+            if len(shape) == 1:
+                out[:n] = words
+                if shape[0] > n:
+                    out[n:] = 0
+            else:
+                out[row, :n] = words
+                if shape[1] > n:
+                    out[row, n:] = 0
+        except ValueError:
+            # numpy refuses a read-only destination: found here, not by a flags lookup per call
+            if not out.flags.writeable:
+                raise ConstraintError("the bitmask array is read-only") from None
+            raise
 
     def is_allowed(self, token_id: int) -> bool:
         token_id = _integer(token_id, "token id")
@@ -903,6 +919,8 @@ class State:
 
     def commit_tokens(self, token_ids: Iterable[int]) -> bool:
         """Commit tokens in order; on the first disallowed one, undo them all and return False."""
+        if isinstance(token_ids, (str, bytes)) or not isinstance(token_ids, Iterable):
+            raise ConstraintError(f"commit_tokens takes an iterable of token ids, not {type(token_ids).__name__}")
         done = 0
         for t in token_ids:
             if not self.commit_token(t):
@@ -999,6 +1017,11 @@ def _some_token_extends(c: Constraint, suffix: bytes) -> bool:
     return False
 
 
+#: the two word dtypes a bitmask may have (native byte order: ``>i4`` is neither); numpy hands
+#: out these very objects for ordinary arrays, so an identity test settles the common case
+_INT32, _UINT32 = np.dtype(np.int32), np.dtype(np.uint32)
+
+
 def _integer(value: object, what: str) -> int:
     """``value`` as an int by ``operator.index`` (as ``Vocab.token_bytes`` reads ids): a float,
     a string or a bool is a caller's mistake that ``int()`` would turn into a valid-looking id."""
@@ -1013,23 +1036,27 @@ def _integer(value: object, what: str) -> int:
 
 
 def _check_bitmask(out: object) -> None:
-    """Refuse a bitmask buffer the packed words cannot be written into as they are: not a
-    writable numpy array of native int32 or uint32 words with one or two dimensions (another
-    width would cast the words, and a consumer reading it as int32 would read other bits)."""
+    """Refuse a bitmask buffer the packed words cannot be written into as they are: not a numpy
+    array of native int32 or uint32 words with one or two dimensions (another width would cast
+    the words, and a consumer reading it as int32 would read other bits). A read-only buffer is
+    refused where it is written."""
     if not isinstance(out, np.ndarray):
         raise ConstraintError(f"a bitmask must be a numpy array, not {type(out).__name__}")
-    if out.dtype != np.int32 and out.dtype != np.uint32:
-        raise ConstraintError(f"a bitmask must be int32 or uint32, not {out.dtype}")
+    dt = out.dtype
+    if dt is not _INT32 and dt is not _UINT32 and dt != _INT32 and dt != _UINT32:
+        raise ConstraintError(f"a bitmask must be native int32 or uint32, not {out.dtype}")
     if out.ndim not in (1, 2):
         raise ConstraintError(f"a bitmask must have 1 or 2 dimensions, not {out.ndim}")
-    if not out.flags.writeable:
-        raise ConstraintError("the bitmask array is read-only")
 
 
 def fill_bitmasks(states: Sequence[State], out: np.ndarray, budgets: Sequence[int | None] | None = None) -> None:
     """Fill row ``i`` of ``out`` with the mask of ``states[i]`` (a batch of requests); each row
     is written whole (see :meth:`State.fill_bitmask`), rows past ``len(states)`` are left alone."""
+    if not isinstance(states, Sequence):
+        raise ConstraintError(f"fill_bitmasks takes a sequence of states, not {type(states).__name__}")
     _check_bitmask(out)
+    if not out.flags.writeable:
+        raise ConstraintError("the bitmask array is read-only")
     if out.ndim != 2 or out.shape[0] < len(states):
         raise ConstraintError(f"bitmask array of shape {out.shape} cannot hold {len(states)} rows")
     if budgets is not None and len(budgets) != len(states):
