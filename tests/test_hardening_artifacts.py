@@ -208,6 +208,13 @@ def test_caller_limits_bound_the_loaded_constraint(blob: bytes, person: Constrai
     with pytest.raises(LimitError) as info:
         Constraint.load(blob, llama3, limits=EngineLimits(max_memory_bytes=len(blob) - 1))
     assert info.value.limit == "max_memory_bytes"
+    members = members_of(blob)
+    h = header_of(members)
+    h["note"] = "x" * 200_000
+    padded = rebuild(members, header=h)
+    with pytest.raises(LimitError) as info:  # the blob fits, its header parsed would not
+        Constraint.load(padded, llama3, limits=EngineLimits(max_memory_bytes=len(padded) + 1))
+    assert info.value.limit == "max_memory_bytes" and "header" in str(info.value)
     with pytest.raises(ConstraintError):
         Constraint.load(blob, llama3, limits={"max_configs": 5})  # type: ignore[arg-type]
 

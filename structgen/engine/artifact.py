@@ -55,6 +55,10 @@ _LAYOUT = {HEADER: ("|u1", 1), TABLE: ("<i4", 2), MASK_IDS: ("<i8", 1), MASKS: (
 #: the header's JSON is at most this deep (it is 6 deep; a deeper one is hostile, and would
 #: reach Python's recursion limit inside the JSON reader)
 MAX_HEADER_DEPTH = 32
+#: Python objects parsed from JSON take up to about this many times the text's bytes (lists of
+#: small ints: 8-byte pointers and list headers for 2-4 characters of text); a header is charged
+#: that much against ``max_memory_bytes`` before it is parsed
+HEADER_EXPANSION = 16
 #: hex digits of a byte-set term (256 bits)
 _MAX_BYTES_HEX = 64
 _HEX_DIGITS = frozenset("0123456789abcdef")
@@ -171,7 +175,15 @@ def _load(blob: object, vocab: Vocab, limits: EngineLimits, key: bytes | None) -
             "saved constraint fails its digest: corrupt, altered"
             + (", or sealed without this key" if key is not None else ", or sealed with a key (pass key=)")
         )
-    header = _parse_header(bytes(_array(HEADER, header_npy)))
+    header_bytes = bytes(_array(HEADER, header_npy))
+    if len(header_bytes) * HEADER_EXPANSION > limits.max_memory_bytes:
+        raise LimitError(
+            f"saved constraint's header of {len(header_bytes)} bytes would take about "
+            f"{len(header_bytes) * HEADER_EXPANSION} as Python objects",
+            limit="max_memory_bytes",
+            value=limits.max_memory_bytes,
+        )
+    header = _parse_header(header_bytes)
     if header.get("seal") != ("sha256" if key is None else "hmac-sha256"):
         raise ConstraintError("saved constraint's seal does not match the key given")
     if header.get("vocab_fingerprint") != vocab.fingerprint:
