@@ -182,6 +182,10 @@ def test_fill_bitmasks_checks_its_arguments(json_c: Constraint) -> None:
     with pytest.raises(ConstraintError):
         fill_bitmasks([json_c.start()], np.zeros((1, n), np.int32), budgets=[None, None])
     with pytest.raises(ConstraintError):
+        fill_bitmasks([json_c.start()], np.zeros((1, n), np.int32), budgets=5)  # type: ignore[arg-type]
+    with pytest.raises(ConstraintError):
+        fill_bitmasks([json_c.start()], np.zeros((1, n), np.int32), budgets=[2.5])  # type: ignore[list-item]
+    with pytest.raises(ConstraintError):
         fill_bitmasks(["not a state"], np.zeros((1, n), np.int32))  # type: ignore[list-item]
 
 

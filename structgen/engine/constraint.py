@@ -1059,8 +1059,8 @@ def fill_bitmasks(states: Sequence[State], out: np.ndarray, budgets: Sequence[in
         raise ConstraintError("the bitmask array is read-only")
     if out.ndim != 2 or out.shape[0] < len(states):
         raise ConstraintError(f"bitmask array of shape {out.shape} cannot hold {len(states)} rows")
-    if budgets is not None and len(budgets) != len(states):
-        raise ConstraintError(f"{len(budgets)} budgets for {len(states)} states")
+    if budgets is not None and (not isinstance(budgets, Sequence) or len(budgets) != len(states)):
+        raise ConstraintError(f"budgets must be a sequence of one budget (or None) per state, not {budgets!r:.60}")
     for i, st in enumerate(states):
         if not isinstance(st, State):
             raise ConstraintError(f"states[{i}] is a {type(st).__name__}, not a State")
