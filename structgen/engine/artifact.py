@@ -86,14 +86,21 @@ _CORRUPT = (
 def save_constraint(c: Constraint, *, key: bytes | None = None) -> bytes:
     """The blob of ``c`` (see the module docstring); sealed with HMAC-SHA256 under ``key``."""
     key = _check_key(key)
+    store, system = c._machines.store, c._system
     # one consistent snapshot: every computation that grows these tables holds the lock, so
-    # nothing changes while they are copied (a table row copied after a configuration was
-    # added would name a configuration the header does not hold)
+    # nothing changes while their sizes are read and the table (written in place) and the mask
+    # cache are copied (a table row copied after a configuration was added would name one the
+    # header does not hold). Terms, stacks and configurations are only ever appended, so the
+    # header is encoded after the lock is released, up to the sizes read under it: a save
+    # holds up other threads' masks for the copies only.
     with c._lock:
-        header = _header_data(c)
-        n = len(c._system.configs)
-        rows = np.array(c._table.rows[: min(n, c._table.rows.shape[0])], dtype="<i4")
+        # the least of the term lists' lengths: a term is appended to each in turn
+        n_terms = min(len(store.kind), len(store.a), len(store.b), len(store.nullable), len(store.flags))
+        n_stacks = min(len(system.stack_parent), len(system.stack_top))
+        n_configs = len(system.configs)
+        rows = np.array(c._table.rows[: min(n_configs, c._table.rows.shape[0])], dtype="<i4")
         cached = sorted(c._masks.items())
+    header = _header_data(c, n_terms, n_stacks, n_configs)
     mask_ids = np.asarray([cid for cid, _ in cached], dtype="<i8")
     masks = np.stack([w for _, w in cached]).astype("<i4") if cached else np.zeros((0, c._words), "<i4")
     members = {TABLE: _npy(rows), MASK_IDS: _npy(mask_ids), MASKS: _npy(masks)}
@@ -109,7 +116,7 @@ def save_constraint(c: Constraint, *, key: bytes | None = None) -> bytes:
     return buf.getvalue()
 
 
-def _header_data(c: Constraint) -> dict[str, Any]:
+def _header_data(c: Constraint, n_terms: int, n_stacks: int, n_configs: int) -> dict[str, Any]:
     store, system, machines = c._machines.store, c._system, c._machines
     return {
         "format": FORMAT,
@@ -123,9 +130,9 @@ def _header_data(c: Constraint) -> dict[str, Any]:
             "atoms": [[list(a.ids), a.name, a.negated] for a in machines.token_atoms],
             "nullable": list(machines.nullable),
         },
-        "terms": [_encode_term(store, t) for t in range(2, len(store))],
-        "stacks": [[p, t] for p, t in zip(system.stack_parent, system.stack_top)],
-        "configs": [list(cfg) for cfg in system.configs[1:]],
+        "terms": [_encode_term(store, t) for t in range(2, n_terms)],
+        "stacks": [[system.stack_parent[i], system.stack_top[i]] for i in range(n_stacks)],
+        "configs": [list(system.configs[i]) for i in range(1, n_configs)],
     }
 
 
