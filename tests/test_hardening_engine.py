@@ -237,6 +237,8 @@ def test_unknown_mode_and_flavor_are_structgen_errors(llama3: Vocab) -> None:
         Grammar.from_regex(b"a+")  # type: ignore[arg-type]
     with pytest.raises(StructgenError):
         Grammar.from_regex("a+", flavor="glrm", flags=None)  # type: ignore[arg-type]
+    with pytest.raises(StructgenError):
+        Grammar.from_regex("a+", search="yes")  # type: ignore[arg-type]
 
 
 # -- memory in bytes (item 8) -----------------------------------------------------------------
