@@ -26,7 +26,7 @@ def check_limit_fields(limits: Any, minimums: dict[str, int] | None = None) -> N
         if isinstance(value, bool) or not isinstance(value, int):
             raise LimitError(f"{kind}.{f.name} must be an int, not {type(value).__name__} {value!r}", limit=f.name)
         if value < low:
-            raise LimitError(f"{kind}.{f.name} must be at least {low}, not {value}", limit=f.name, value=value)
+            raise LimitError(f"{kind}.{f.name} must be at least {low}, not {value}", limit=f.name)
 
 
 @dataclass(frozen=True)

@@ -199,6 +199,7 @@ def test_limit_fields_must_be_positive_ints(kind: type, bad: object) -> None:
         with pytest.raises(LimitError) as info:
             kind(**{f.name: bad})
         assert info.value.limit == f.name and f.name in str(info.value)
+        assert info.value.value is None  # the error is about the field's value, not a bound reached
 
 
 @pytest.mark.parametrize(("kind", "zero_ok"), [(EngineLimits, {"aot_max_configs"}), (GrammarLimits, {"max_repeat"})])
