@@ -10,14 +10,16 @@ from a dictionary.
 
 from __future__ import annotations
 
+import operator
 import threading
-from typing import TYPE_CHECKING, Iterable, Sequence
+from typing import Iterable, Sequence
 
 import numpy as np
 
 from ..errors import ConstraintError, GrammarError, LimitError
 from ..grammar import ir
 from ..grammar.grammar import Grammar
+from ..vocab import Vocab
 from . import shared_walks
 from .arrays import unique_inverse
 from .budget_bound import CompletionBound
@@ -79,8 +81,14 @@ SPINE_HEAD_ELEMENTS = 1
 #: the tail may read) is walked as it is from then on
 SPINE_EXITS = 16
 
-if TYPE_CHECKING:
-    from ..vocab import Vocab
+#: Bytes one configuration, stack or term costs with everything remembered about it (memos,
+#: indexes, derivatives), beside the table row and masks counted as allocated: measured with
+#: tracemalloc on a long ``maxLength`` string, ``^(a|b)*a(a|b){24}$`` and JSON nested 1,000 deep
+#: (about 2 KB per configuration in the first, 800 B per term in the second, 600 B per stack in
+#: the third), rounded up
+MEMORY_PER_CONFIG = 2048
+MEMORY_PER_STACK = 600
+MEMORY_PER_TERM = 800
 
 
 class Constraint:
@@ -146,6 +154,7 @@ class Constraint:
         self._bound = CompletionBound(system, machines.rule_bound)
         self._token_counter: TokenCounter | None = None
         self._bytes_bound: bool | None = None
+        self._memory_checked_at = -1  # configurations when memory_bytes was last compared
 
     # -- construction ---------------------------------------------------------------------------
 
@@ -165,8 +174,14 @@ class Constraint:
         configurations ahead of time (up to ``limits.aot_max_configs``) and builds their masks;
         both modes give identical masks.
         """
-        if mode not in ("lazy", "aot"):
-            raise ValueError("mode must be 'lazy' or 'aot'")
+        if not isinstance(grammar, Grammar):
+            raise ConstraintError(f"compile takes a Grammar, not {type(grammar).__name__}")
+        if not isinstance(vocab, Vocab):
+            raise ConstraintError(f"compile takes a Vocab, not {type(vocab).__name__}")
+        if not isinstance(mode, str) or mode not in ("lazy", "aot"):
+            raise ConstraintError(f"mode must be 'lazy' or 'aot', not {mode!r}")
+        if not isinstance(limits, EngineLimits):
+            raise ConstraintError(f"limits must be an EngineLimits, not {type(limits).__name__}")
         machines = build_machines(grammar)
         system = ConfigSystem(
             machines,
@@ -209,7 +224,8 @@ class Constraint:
         key = (cid, k)
         r = self._atom_steps.get(key)
         if r is None:
-            r = self._atom_steps[key] = self._system.step(cid, token_symbol(k))
+            with self._lock:  # a step may intern configurations: the same lock as every computation
+                r = self._atom_steps[key] = self._system.step(cid, token_symbol(k))
         return r
 
     def mask_words(self, cid: int) -> np.ndarray:
@@ -801,20 +817,60 @@ class Constraint:
 
     # -- saving ---------------------------------------------------------------------------------
 
-    def save(self) -> bytes:
-        """A versioned, pickle-free blob of this constraint and everything computed so far."""
+    def save(self, *, key: bytes | None = None) -> bytes:
+        """A versioned, pickle-free blob of this constraint and everything computed so far.
+
+        Safe while other threads compute masks: the snapshot is taken under the lock every
+        computation holds. With ``key``, the blob is sealed with HMAC-SHA256 under that key
+        (``load`` then needs the same key); without, with a plain SHA-256 digest, which finds
+        corruption but not a deliberate forgery."""
         from .artifact import save_constraint
 
-        return save_constraint(self)
+        return save_constraint(self, key=key)
 
     @classmethod
-    def load(cls, blob: bytes, vocab: Vocab) -> Constraint:
-        """A constraint saved with :meth:`save`; refuses a different vocabulary."""
+    def load(
+        cls,
+        blob: bytes,
+        vocab: Vocab,
+        *,
+        limits: EngineLimits = DEFAULT_ENGINE_LIMITS,
+        key: bytes | None = None,
+    ) -> Constraint:
+        """A constraint saved with :meth:`save`, under the caller's ``limits`` (the blob's own
+        are not read). Raises VocabError for another vocabulary, ConstraintError for a blob that
+        is malformed or fails its digest, LimitError for one past ``limits``."""
         from .artifact import load_constraint
 
-        return load_constraint(blob, vocab)
+        return load_constraint(blob, vocab, limits=limits, key=key)
 
     # -- statistics -----------------------------------------------------------------------------
+
+    def memory_bytes(self) -> int:
+        """Estimated bytes this constraint holds: its transition table and cached masks as
+        allocated, and its interned parse state (configurations, stacks, terms, with what is
+        remembered about each) at a cost per item measured with tracemalloc (``MEMORY_PER_*``).
+        Counted from sizes alone, so cheap enough to check after every step."""
+        system = self._system
+        return (
+            self._table.rows.nbytes
+            + (len(self._masks) + len(self._counted_words) + len(self._relative)) * self._words * 4
+            + len(system.configs) * MEMORY_PER_CONFIG
+            + len(system.stack_top) * MEMORY_PER_STACK
+            + len(self._machines.store) * MEMORY_PER_TERM
+        )
+
+    def _check_memory(self) -> None:
+        """LimitError past ``limits.max_memory_bytes``; looked at only when configurations were
+        added since the last look (what grows without them, masks, is bounded by a count)."""
+        n = len(self._system.configs)
+        if n == self._memory_checked_at:
+            return
+        limit = self.limits.max_memory_bytes
+        held = self.memory_bytes()
+        if held > limit:
+            raise LimitError(f"the constraint holds about {held} bytes", limit="max_memory_bytes", value=limit)
+        self._memory_checked_at = n  # within the bound: not looked at again until it grows
 
     def stats(self) -> dict[str, int]:
         return {
@@ -866,13 +922,18 @@ class State:
         only tokens after which the grammar can still be closed within the budget are allowed,
         so that generation always ends with a complete sentence.
         """
-        if self._terminated[-1]:
-            return np.zeros(self._c._words, dtype=np.int32)
         if budget is not None:
+            if type(budget) is not int:
+                budget = _integer(budget, "the token budget")
             if budget < 1:
                 raise ConstraintError("the token budget must be at least 1 (the end-of-sequence token)")
-            return self._c.mask_words_within(self.config, budget)
-        return self._c.mask_words(self.config)
+        if self._terminated[-1]:
+            return np.zeros(self._c._words, dtype=np.int32)
+        words = (
+            self._c.mask_words_within(self.config, budget) if budget is not None else self._c.mask_words(self.config)
+        )
+        self._c._check_memory()
+        return words
 
     def mask(self, budget: int | None = None) -> np.ndarray:
         """A fresh bool array of the model's logit width: True where the token is allowed."""
@@ -899,16 +960,42 @@ class State:
         return np.flatnonzero(self.mask())
 
     def fill_bitmask(self, out: np.ndarray, row: int = 0, budget: int | None = None) -> None:
-        """Write the packed mask into ``out[row]`` (``out`` is int32, ``(batch, words)`` or ``(words,)``)."""
+        """Write the packed mask into ``out[row]``: ``out`` is a writable int32 or uint32 array,
+        ``(batch, words)`` or ``(words,)`` (then ``row`` is 0), with at least this vocabulary's
+        words per row. The whole row is written: words past this vocabulary's width (a batch
+        sized for a wider model) are set to 0, so no id beyond it stays allowed."""
+        _check_bitmask(out)
+        if type(row) is not int:
+            row = _integer(row, "bitmask row")
         n = self._c._words
-        if out.shape[-1] < n:
-            raise ConstraintError(f"bitmask row has {out.shape[-1]} words, {n} needed")
-        if out.ndim == 1:
-            out[:n] = self.mask_words(budget)
-        else:
-            out[row, :n] = self.mask_words(budget)
+        shape = out.shape
+        if shape[-1] < n:
+            raise ConstraintError(f"bitmask row has {shape[-1]} words, {n} needed")
+        if len(shape) == 1:
+            if row != 0:
+                raise ConstraintError(f"row {row} of a one-dimensional bitmask (only row 0 exists)")
+        elif not 0 <= row < shape[0]:
+            raise ConstraintError(f"row {row} is outside a bitmask of {shape[0]} rows")
+        words = self.mask_words(budget)
+        if out.dtype is not _INT32:
+            words = words.view(np.uint32)
+        try:
+            if len(shape) == 1:
+                out[:n] = words
+                if shape[0] > n:
+                    out[n:] = 0
+            else:
+                out[row, :n] = words
+                if shape[1] > n:
+                    out[row, n:] = 0
+        except ValueError:
+            # numpy refuses a read-only destination: found here, not by a flags lookup per call
+            if not out.flags.writeable:
+                raise ConstraintError("the bitmask array is read-only") from None
+            raise
 
     def is_allowed(self, token_id: int) -> bool:
+        token_id = _integer(token_id, "token id")
         self._check_id(token_id)
         w = self.mask_words()
         return bool((int(w[token_id >> 5]) >> (token_id & 31)) & 1)
@@ -918,8 +1005,9 @@ class State:
             raise ConstraintError(f"token id {token_id} is out of range (logit width {self._c._width})")
 
     def commit_token(self, token_id: int) -> bool:
-        """Advance by one token. Returns False, leaving the state unchanged, if it is not allowed."""
-        token_id = int(token_id)
+        """Advance by one token. Returns False, leaving the state unchanged, if it is not allowed.
+        ``token_id`` must be an integer (``operator.index``; not a float, a string or a bool)."""
+        token_id = _integer(token_id, "token id")
         if not self.is_allowed(token_id):
             return False
         if token_id in self._c._eos_set and self._c.accepting(self.config):
@@ -929,12 +1017,15 @@ class State:
         nxt = self._c.commit(self.config, token_id)
         if nxt == DEAD:  # pragma: no cover - the mask said it was allowed
             return False
+        self._c._check_memory()  # before the state moves: a refused step leaves it where it was
         self._history.append(nxt)
         self._terminated.append(False)
         return True
 
     def commit_tokens(self, token_ids: Iterable[int]) -> bool:
         """Commit tokens in order; on the first disallowed one, undo them all and return False."""
+        if isinstance(token_ids, (str, bytes)) or not isinstance(token_ids, Iterable):
+            raise ConstraintError(f"commit_tokens takes an iterable of token ids, not {type(token_ids).__name__}")
         done = 0
         for t in token_ids:
             if not self.commit_token(t):
@@ -945,6 +1036,7 @@ class State:
 
     def rollback(self, n: int = 1) -> None:
         """Undo the last ``n`` committed tokens."""
+        n = _integer(n, "rollback count")
         if n < 0 or n > self.num_tokens:
             raise ConstraintError(f"cannot roll back {n} tokens; {self.num_tokens} committed")
         if n:
@@ -957,6 +1049,7 @@ class State:
 
     def forced_bytes(self, limit: int = 256) -> bytes:
         """Bytes every valid continuation starts with (empty where there is a choice)."""
+        limit = _integer(limit, "forced bytes limit")
         c = self._c
         out = bytearray()
         cid = self.config
@@ -1034,9 +1127,51 @@ def _some_token_extends(c: Constraint, suffix: bytes) -> bool:
     return False
 
 
+#: the two word dtypes a bitmask may have (native byte order: ``>i4`` is neither); numpy hands
+#: out these very objects for ordinary arrays, so an identity test settles the common case
+_INT32, _UINT32 = np.dtype(np.int32), np.dtype(np.uint32)
+
+
+def _integer(value: object, what: str) -> int:
+    """``value`` as an int by ``operator.index`` (as ``Vocab.token_bytes`` reads ids): a float,
+    a string or a bool is a caller's mistake that ``int()`` would turn into a valid-looking id."""
+    if isinstance(value, (bool, np.bool_)):
+        raise ConstraintError(f"{what} must be an integer, not a bool ({value!r})")
+    try:
+        return operator.index(value)  # type: ignore[arg-type]
+    except TypeError:
+        shown = repr(value)
+        shown = shown if len(shown) <= 60 else shown[:57] + "..."
+        raise ConstraintError(f"{what} must be an integer, not {type(value).__name__} {shown}") from None
+
+
+def _check_bitmask(out: object) -> None:
+    """Refuse a bitmask buffer the packed words cannot be written into as they are: not a numpy
+    array of native int32 or uint32 words with one or two dimensions (another width would cast
+    the words, and a consumer reading it as int32 would read other bits). A read-only buffer is
+    refused where it is written."""
+    if not isinstance(out, np.ndarray):
+        raise ConstraintError(f"a bitmask must be a numpy array, not {type(out).__name__}")
+    dt = out.dtype
+    if dt is not _INT32 and dt is not _UINT32 and dt != _INT32 and dt != _UINT32:
+        raise ConstraintError(f"a bitmask must be native int32 or uint32, not {out.dtype}")
+    if out.ndim not in (1, 2):
+        raise ConstraintError(f"a bitmask must have 1 or 2 dimensions, not {out.ndim}")
+
+
 def fill_bitmasks(states: Sequence[State], out: np.ndarray, budgets: Sequence[int | None] | None = None) -> None:
-    """Fill row ``i`` of ``out`` with the mask of ``states[i]`` (a batch of requests)."""
+    """Fill row ``i`` of ``out`` with the mask of ``states[i]`` (a batch of requests); each row
+    is written whole (see :meth:`State.fill_bitmask`), rows past ``len(states)`` are left alone."""
+    if not isinstance(states, Sequence):
+        raise ConstraintError(f"fill_bitmasks takes a sequence of states, not {type(states).__name__}")
+    _check_bitmask(out)
+    if not out.flags.writeable:
+        raise ConstraintError("the bitmask array is read-only")
     if out.ndim != 2 or out.shape[0] < len(states):
         raise ConstraintError(f"bitmask array of shape {out.shape} cannot hold {len(states)} rows")
+    if budgets is not None and (not isinstance(budgets, Sequence) or len(budgets) != len(states)):
+        raise ConstraintError(f"budgets must be a sequence of one budget (or None) per state, not {budgets!r:.60}")
     for i, st in enumerate(states):
+        if not isinstance(st, State):
+            raise ConstraintError(f"states[{i}] is a {type(st).__name__}, not a State")
         st.fill_bitmask(out, i, None if budgets is None else budgets[i])
