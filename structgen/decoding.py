@@ -209,6 +209,12 @@ class Decoding:
                 if not self.state.commit_token(t):
                     break
                 self.tokens.append(t)
+                # forced bytes are spelled greedily and may take more tokens than the budget
+                # counts: a forced token after which nothing fits is undone, and sampling goes on
+                if self.budget_masks and not self.state.mask_words(budget=self.remaining() + 1).any():
+                    self.state.rollback(1)
+                    self.tokens.pop()
+                    break
                 done += 1
             out.extend(step[:done])
             before = self.index
@@ -242,7 +248,7 @@ class Decoding:
         hint = ""
         need = self.state.shortest_completion()
         if need is not None:
-            hint = f" (the shortest valid {self.segment.label} is {need} bytes)"
+            hint = f" (the shortest valid {self.segment.label} is {need} tokens of this vocabulary)"
         raise GenerationError(
             f"no valid {self.segment.label} fits in max_tokens={self.remaining()}{hint}; raise max_tokens",
             partial_text="",

@@ -6,8 +6,15 @@ import os
 import pathlib
 
 import pytest
+from hypothesis import settings
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+# CI runs each property test on the same examples every time (a failure there is reproducible and
+# a green run stays green); elsewhere hypothesis explores new examples on every run.
+settings.register_profile("ci", derandomize=True, print_blob=True)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 
 def corpora_dir() -> pathlib.Path | None:

@@ -46,7 +46,7 @@ def _valid(call) -> None:
 
 
 def test_required_gives_valid_calls(llm):
-    for seed in (0, 1):
+    for seed in (0,):
         r = structgen.chat(llm, ASK, tools=TOOLS, tool_choice="required", seed=seed, max_tokens=80)
         assert r.tool_calls and r.finish_reason == "tool_calls"
         for call in r.tool_calls:
@@ -70,7 +70,7 @@ def test_named_tool_and_one_call_at_most(llm):
 
 
 def test_auto_is_text_or_valid_calls(llm):
-    for seed in (0, 1, 2):
+    for seed in (0, 1):
         r = structgen.chat(llm, ASK, tools=TOOLS, seed=seed, max_tokens=60)
         if r.tool_calls:
             assert r.finish_reason == "tool_calls"
@@ -97,7 +97,10 @@ def test_stream_joins_into_a_valid_call(smollm2_llama):
     for d in deltas:
         if d.tool_call_index is not None:
             args[d.tool_call_index] = args.get(d.tool_call_index, "") + (d.arguments or "")
-    assert [json.loads(a) for _, a in sorted(args.items())] == [c.arguments_dict() for c in stream.result.tool_calls]
+    calls = stream.result.tool_calls
+    assert len(args) == len(calls)
+    for (_, text), call in zip(sorted(args.items()), calls):
+        assert call.tool.validate_arguments(json.loads(text)) == call.arguments
 
 
 def test_two_threads_and_ten_achat_calls_on_one_llama(smollm2_llama):
