@@ -163,7 +163,8 @@ def measure_speed(server: ServerProcess, requests: int, max_tokens: int) -> dict
     client = server.client()
     out = {}
     for label, extra in (("unconstrained", {}), ("constrained", {"response_format": schema_format(SPEED_SCHEMA)})):
-        timed_stream(client, server.model_id, messages=SPEED_PROMPT, max_tokens=8, temperature=0.0, **extra)  # warm-up
+        # warm-up: the first request compiles the constraint and fills the engine's caches
+        timed_stream(client, server.model_id, messages=SPEED_PROMPT, max_tokens=max_tokens, temperature=0.0, **extra)
         runs = [
             timed_stream(
                 client, server.model_id, messages=SPEED_PROMPT, max_tokens=max_tokens, temperature=0.0, **extra
