@@ -471,3 +471,20 @@ def test_any_checked_request_is_prepared_or_refused_cleanly(vocab, body):
         prepare_chat(ScriptedRuntime(vocab, "x"), **call.prepare_kwargs)
     except StructgenError:
         pass
+
+
+def test_a_client_that_leaves_mid_body_is_no_server_error(live_server, caplog):
+    import socket
+    from urllib.parse import urlparse
+
+    httpx = pytest.importorskip("httpx")
+    url = urlparse(live_server)
+    with socket.create_connection((url.hostname, url.port), timeout=10) as sock:
+        sock.sendall(
+            b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            + f"Authorization: Bearer {KEY}\r\nContent-Length: 1000\r\n\r\n".encode()
+            + b'{"messages": ['
+        )
+    health = httpx.get(f"{live_server}/health", headers={"Authorization": f"Bearer {KEY}"}, timeout=30)
+    assert health.json()["status"] == "ok"
+    assert not [r for r in caplog.records if r.levelname == "ERROR"]

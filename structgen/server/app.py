@@ -18,7 +18,7 @@ from typing import Any, AsyncIterator
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -131,11 +131,14 @@ async def _read_body(request: Request, limit: int) -> bytes:
         raise ApiError(413, f"the request body is larger than {limit} bytes", code="body_too_large")
     chunks = []
     size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise ApiError(413, f"the request body is larger than {limit} bytes", code="body_too_large")
-        chunks.append(chunk)
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise ApiError(413, f"the request body is larger than {limit} bytes", code="body_too_large")
+            chunks.append(chunk)
+    except ClientDisconnect:
+        raise ClientGone from None
     if not size:
         raise invalid("the request body is empty")
     return b"".join(chunks)
