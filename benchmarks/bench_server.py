@@ -185,27 +185,33 @@ def measure_enforcement(server: ServerProcess, cases: list[Any], max_tokens: int
     client = server.client()
     verdicts: dict[str, str] = {}
     for case in cases:
-        try:
-            answer = client.chat.completions.create(
-                model=server.model_id,
-                messages=SCHEMA_PROMPT,
-                response_format=schema_format(case.schema),
-                max_tokens=max_tokens,
-                temperature=0.0,
-            )
-        except openai.APIStatusError as e:
-            verdicts[case.name] = "refused" if 400 <= e.status_code < 500 else "error"
-            continue
-        except (openai.APIConnectionError, openai.APITimeoutError):
-            verdicts[case.name] = "error"
-            continue
-        try:
-            jsonschema.validate(json.loads(answer.choices[0].message.content or ""), case.schema)
-            verdicts[case.name] = "valid"
-        except (ValueError, jsonschema.ValidationError, jsonschema.SchemaError):
-            verdicts[case.name] = "invalid"
-    counts = {k: sum(v == k for v in verdicts.values()) for k in ("valid", "refused", "invalid", "error")}
+        verdicts[case.name] = _verdict(client, server.model_id, case.schema, max_tokens)
+        print(f"{server.kind}: {case.name}: {verdicts[case.name]}", file=sys.stderr, flush=True)
+    counts = {k: sum(v.split(" ")[0] == k for v in verdicts.values()) for k in ("valid", "refused", "invalid", "error")}
     return {"counts": counts, "verdicts": verdicts}
+
+
+def _verdict(client: openai.OpenAI, model: str, schema: Any, max_tokens: int) -> str:
+    try:
+        answer = client.chat.completions.create(
+            model=model,
+            messages=SCHEMA_PROMPT,
+            response_format=schema_format(schema),
+            max_tokens=max_tokens,
+            temperature=0.0,
+        )
+    except openai.APIStatusError as e:
+        if not 400 <= e.status_code < 500:
+            return "error"
+        code = e.body.get("code") if isinstance(e.body, dict) else None
+        return f"refused ({code})" if code else "refused"
+    except (openai.APIConnectionError, openai.APITimeoutError):
+        return "error"
+    try:
+        jsonschema.validate(json.loads(answer.choices[0].message.content or ""), schema)
+    except (ValueError, jsonschema.ValidationError, jsonschema.SchemaError):
+        return "invalid"
+    return "valid"
 
 
 def main(argv: list[str] | None = None) -> int:
