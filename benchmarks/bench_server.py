@@ -130,8 +130,13 @@ class ServerProcess:
             self.process.wait()
 
 
-def schema_format(schema: Any, name: str = "answer") -> dict[str, Any]:
-    return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": True}}
+def schema_format(schema: Any, kind: str = "structgen") -> dict[str, Any]:
+    """The schema as ``response_format``: OpenAI's ``json_schema`` shape, or for
+    ``llama_cpp.server`` its own (its 0.3 server accepts only ``text`` and ``json_object``, the
+    latter with a ``schema``, and answers the ``json_schema`` shape with a 500)."""
+    if kind == "llama_cpp":
+        return {"type": "json_object", "schema": schema}
+    return {"type": "json_schema", "json_schema": {"name": "answer", "schema": schema, "strict": True}}
 
 
 def timed_stream(client: openai.OpenAI, model: str, **request: Any) -> dict[str, Any]:
@@ -162,7 +167,8 @@ def timed_stream(client: openai.OpenAI, model: str, **request: Any) -> dict[str,
 def measure_speed(server: ServerProcess, requests: int, max_tokens: int) -> dict[str, Any]:
     client = server.client()
     out = {}
-    for label, extra in (("unconstrained", {}), ("constrained", {"response_format": schema_format(SPEED_SCHEMA)})):
+    constrained = {"response_format": schema_format(SPEED_SCHEMA, server.kind)}
+    for label, extra in (("unconstrained", {}), ("constrained", constrained)):
         # warm-up: the first request compiles the constraint and fills the engine's caches
         timed_stream(client, server.model_id, messages=SPEED_PROMPT, max_tokens=max_tokens, temperature=0.0, **extra)
         runs = [
@@ -185,18 +191,20 @@ def measure_enforcement(server: ServerProcess, cases: list[Any], max_tokens: int
     client = server.client()
     verdicts: dict[str, str] = {}
     for case in cases:
-        verdicts[case.name] = _verdict(client, server.model_id, case.schema, max_tokens)
+        verdicts[case.name] = _verdict(
+            client, server.model_id, schema_format(case.schema, server.kind), case.schema, max_tokens
+        )
         print(f"{server.kind}: {case.name}: {verdicts[case.name]}", file=sys.stderr, flush=True)
     counts = {k: sum(v.split(" ")[0] == k for v in verdicts.values()) for k in ("valid", "refused", "invalid", "error")}
     return {"counts": counts, "verdicts": verdicts}
 
 
-def _verdict(client: openai.OpenAI, model: str, schema: Any, max_tokens: int) -> str:
+def _verdict(client: openai.OpenAI, model: str, response_format: Any, schema: Any, max_tokens: int) -> str:
     try:
         answer = client.chat.completions.create(
             model=model,
             messages=SCHEMA_PROMPT,
-            response_format=schema_format(schema),
+            response_format=response_format,
             max_tokens=max_tokens,
             temperature=0.0,
         )
