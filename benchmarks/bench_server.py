@@ -71,8 +71,11 @@ def free_port() -> int:
 class ServerProcess:
     """A server subprocess; ``url`` is its OpenAI base URL once it answers."""
 
-    def __init__(self, kind: str, model: pathlib.Path, model_name: str, threads: int | None) -> None:
+    def __init__(
+        self, kind: str, model: pathlib.Path, model_name: str, threads: int | None, request_timeout: float = 300
+    ) -> None:
         self.kind = kind
+        self.request_timeout = request_timeout
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         if kind == "structgen":
             command = [sys.executable, "-m", "structgen", "serve", model_name, "--port", "0"]
@@ -119,7 +122,7 @@ class ServerProcess:
         raise RuntimeError(f"{self.kind} server did not start in {timeout:.0f} s")
 
     def client(self) -> openai.OpenAI:
-        return openai.OpenAI(base_url=self.url, api_key="none", max_retries=0, timeout=900)
+        return openai.OpenAI(base_url=self.url, api_key="none", max_retries=0, timeout=self.request_timeout)
 
     def close(self) -> None:
         self.process.terminate()
@@ -213,12 +216,18 @@ def _verdict(client: openai.OpenAI, model: str, response_format: Any, schema: An
             return "error"
         code = e.body.get("code") if isinstance(e.body, dict) else None
         return f"refused ({code})" if code else "refused"
-    except (openai.APIConnectionError, openai.APITimeoutError):
+    except openai.APITimeoutError:
+        return "error (timeout)"
+    except openai.APIConnectionError:
         return "error"
     try:
-        jsonschema.validate(json.loads(answer.choices[0].message.content or ""), schema)
-    except (ValueError, jsonschema.ValidationError, jsonschema.SchemaError):
-        return "invalid"
+        value = json.loads(answer.choices[0].message.content or "")
+    except ValueError:
+        return "invalid (not JSON: cut off at max_tokens, or never JSON)"
+    try:
+        jsonschema.validate(value, schema)
+    except (jsonschema.ValidationError, jsonschema.SchemaError) as e:
+        return f"invalid (fails '{e.validator}' at {e.json_path})"
     return "valid"
 
 
@@ -231,6 +240,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--schemas", type=int, default=20)
     p.add_argument("--schema-max-tokens", type=int, default=128)
     p.add_argument("--servers", default="structgen,llama_cpp")
+    p.add_argument("--request-timeout", type=float, default=300, help="seconds; a request past it counts as an error")
     p.add_argument("--json", help="write the results here")
     args = p.parse_args(argv)
 
@@ -247,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     for kind in args.servers.split(","):
         print(f"{kind}: starting", file=sys.stderr, flush=True)
-        server = ServerProcess(kind, model_path, args.model, args.threads)
+        server = ServerProcess(kind, model_path, args.model, args.threads, args.request_timeout)
         try:
             speed = measure_speed(server, args.requests, args.max_tokens)
             print(f"{kind}: speed {json.dumps(speed)}", file=sys.stderr, flush=True)
