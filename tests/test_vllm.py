@@ -35,6 +35,7 @@ from vllm.v1.worker.gpu.sample.logits_processor import (  # noqa: E402
     build_custom_logits_processors_params_validator,
 )
 
+from structgen.constraint_cache import constraint_for  # noqa: E402
 from structgen.errors import GenerationError  # noqa: E402
 from structgen.integrations.vllm import (  # noqa: E402
     StructgenLogitsProcessor,
@@ -144,6 +145,14 @@ def test_malformed_requests_fail_vllms_admission_hooks_with_the_structgen_messag
 def test_sampling_settings_that_fight_the_mask_are_refused(kw, words):
     with pytest.raises(VLLMValidationError, match=words):
         validate_logits_processors_parameters([StructgenLogitsProcessor], params(COLOR, max_tokens=8, **kw))
+
+
+def test_vllms_own_structured_outputs_next_to_a_structgen_request_is_refused():
+    from vllm.sampling_params import StructuredOutputsParams
+
+    sp = params(COLOR, max_tokens=8, structured_outputs=StructuredOutputsParams(regex="[0-9]+"))
+    with pytest.raises(VLLMValidationError, match="not both"):
+        validate_logits_processors_parameters([StructgenLogitsProcessor], sp)
 
 
 def test_requests_without_structgen_pass_and_specs_are_shared():
@@ -315,8 +324,6 @@ def test_v2_speculative_rows_are_masked_after_their_draft_tokens(v2):
     logits, rows = batch.step([0], drafts={0: [digit["1"], digit["2"]]})
     assert rows == [0, 0, 0]
     spec = output_spec(CODE["structgen"])
-    from structgen.constraint_cache import constraint_for
-
     state = constraint_for(spec.grammar, processor.vocab).start()
     for r, prefix in enumerate([[], [digit["1"]], [digit["1"], digit["2"]]]):
         s = state.fork()
@@ -346,6 +353,25 @@ def test_v2_a_token_the_mask_did_not_allow_ends_that_request_only(v2):
     batch.add(0, params(CODE, max_tokens=20))
     logits, _ = batch.step([0])
     assert processor._slots[0].error is None and torch.isfinite(logits[0]).sum() > 1
+
+
+def test_v2_a_resumed_request_catches_up_with_its_partial_output(v2):
+    processor, states = v2
+    batch = V2Batch(processor, states)
+    tok = processor.vocab
+    ids = [next(i for i in range(tok.n_tokens) if tok.token_bytes(i) == b) for b in (b"4", b"2")]
+    # after preemption vLLM refills the slot with the prompt and the output so far
+    batch.prompt = [1, 2, 3]
+    batch.add(0, params(CODE, max_tokens=20))
+    for t in ids:
+        batch.commit(0, t)
+    states.prefill_len.np[0] = 5
+    assert processor.add_request(0, params(CODE, max_tokens=20))  # a fresh state for the slot
+    logits, _ = batch.step([0])
+    state = constraint_for(output_spec(CODE["structgen"]).grammar, tok).start()
+    assert state.commit_tokens(ids)
+    assert torch.equal(torch.isfinite(logits[0]), torch.from_numpy(state.mask()))
+    assert processor._slots[0].num_tokens == 2
 
 
 def test_v2_budget_closes_the_output_by_max_tokens(v2):
