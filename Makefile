@@ -91,7 +91,7 @@ $(SGLANG_VENV)/.deps: pyproject.toml
 	$(PYTHON) -m venv $(SGLANG_VENV)
 	$(SGLANG_VENV)/bin/python -m pip install -q --progress-bar off torch==2.13.0
 	$(SGLANG_VENV)/bin/python -m pip install -q --progress-bar off --no-deps sglang==0.5.23
-	$(SGLANG_VENV)/bin/python -m pip install -q --progress-bar off -e . pytest hypothesis gguf transformers \
+	$(SGLANG_VENV)/bin/python -m pip install -q --progress-bar off -e . pytest hypothesis gguf transformers==5.19.0 \
 		orjson psutil pybase64 requests pillow starlette msgspec pyzmq tqdm ipython aiohttp openai \
 		partial-json-parser triton
 	touch $@
