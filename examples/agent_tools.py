@@ -1,10 +1,12 @@
-"""An agent loop with typed tool calls: the model calls tools until it gives a final answer.
+"""An agent with tools: the model sees the tools through its chat template and calls them in its
+own format, or answers in text.
 
     python examples/agent_tools.py
 
-Each step the model writes one JSON call, constrained to the tools' names and argument schemas;
-``structgen.generate`` returns a ``ToolCall`` (validated, typed arguments) or a ``FinalAnswer``.
-``ToolCall.invoke()`` runs the tool. ``structgen.tools.run_agent`` is this loop, packaged.
+``structgen.chat`` renders the tools (SmolLM2's ChatML template renders none, so structgen adds its
+default system block for the Hermes ``<tool_call>`` format), lets the model answer in text or call
+tools (``tool_choice="auto"``), and returns validated, typed ``ToolCall`` objects; a call's
+``invoke()`` runs the function. ``structgen.run_agent`` is this loop, packaged.
 """
 
 from __future__ import annotations
@@ -14,7 +16,6 @@ from typing import Any, Literal
 
 import structgen
 from structgen.models import load_llama, require_model
-from structgen.tools import FinalAnswer, ToolSet
 
 
 def get_weather(city: str, unit: Literal["celsius", "fahrenheit"] = "celsius") -> dict[str, Any]:
@@ -38,30 +39,25 @@ def local_time(city: str) -> str:
     return "14:05"
 
 
-def main(llm: Any = None, *, max_steps: int = 4) -> tuple[Any, list[str]]:
+def main(llm: Any = None, *, max_steps: int = 4) -> tuple[str | None, list[str]]:
     llm = llm or load_llama(require_model("smollm2"), n_ctx=4096)
-    tools = ToolSet([get_weather, convert_currency, local_time], final_answer=str)
-    system = (
-        "You are an assistant that uses tools.\n" + tools.describe() + "\nFirst call a tool to get facts, for example "
-        '{"name": "get_weather", "arguments": {"city": "Rome"}}. When you have the facts, answer with final_answer.'
-    )
-    messages = [
-        {"role": "system", "content": system},
-        {"role": "user", "content": "What's the weather in Paris right now?"},
-    ]
+    tools = [get_weather, convert_currency, local_time]
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "What's the weather in Paris right now?"}]
     calls = []
     for step in range(max_steps):
-        allowed = tools if step < max_steps - 1 else tools.only("final_answer")  # the last step must answer
-        out = structgen.generate(llm, allowed, messages, temperature=0.0)
-        if isinstance(out, FinalAnswer):
-            print(f"final answer: {out.value}")
-            return out.value, calls
-        result = out.invoke()  # typed arguments, dispatched to the function
-        print(f"call {out.name}({out.arguments_dict()}) -> {result}")
-        calls.append(out.name)
-        messages.append({"role": "assistant", "content": out.to_json()})
-        messages.append({"role": "tool", "content": json.dumps(result)})
-    raise AssertionError("unreachable")
+        # look something up first, then let the model choose; the last turn can only answer
+        choice = "required" if step == 0 else "none" if step == max_steps - 1 else "auto"
+        turn = structgen.chat(llm, messages, tools=tools, tool_choice=choice, temperature=0.0, max_tokens=120)
+        messages.append(turn.message())
+        if not turn.tool_calls:
+            print(f"answer: {turn.content}")
+            return turn.content, calls
+        for call in turn.tool_calls:
+            result = call.invoke()  # typed arguments, dispatched to the function
+            print(f"call {call.name}({call.arguments_dict()}) -> {result}")
+            calls.append(call.name)
+            messages.append({"role": "tool", "tool_call_id": call.id, "content": json.dumps(result)})
+    raise AssertionError("unreachable: the last turn cannot call tools")
 
 
 if __name__ == "__main__":

@@ -22,11 +22,14 @@ from __future__ import annotations
 import json
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
-from .errors import GenerationError, SchemaError, StructgenError
+from .errors import SchemaError, StructgenError
 from .grammar import Grammar
+from .output_spec import OutputSpec, grammar_parser, json_schema_parser, pydantic_parser
+from .tools import ToolSet, looks_like_tools
+
+__all__ = ["OutputSpec", "json_schema_parser", "resolve_output", "with_generation_defaults"]
 
 #: Translator options :func:`structgen.generate` sets unless the caller does.
 GENERATION_SCHEMA_DEFAULTS: Mapping[str, Any] = {"strict": True}
@@ -37,17 +40,6 @@ GENERATION_WHITESPACE = "[ ]?"
 _CACHE_SIZE = 256
 _cache: OrderedDict[Any, OutputSpec] = OrderedDict()
 _cache_lock = threading.Lock()
-
-
-@dataclass(frozen=True)
-class OutputSpec:
-    """A grammar to constrain with and ``parse(text)``, which returns the validated result or
-    raises :class:`~structgen.errors.GenerationError`."""
-
-    grammar: Grammar
-    parse: Callable[[str], Any]
-    kind: str  # "grammar" | "json_schema" | "type" | "tools"
-    label: str
 
 
 def resolve_output(output_type: Any, schema_options: Mapping[str, Any] | None = None) -> OutputSpec:
@@ -84,17 +76,15 @@ def _cache_key(output_type: Any, options: Mapping[str, Any]) -> Any:
 
 
 def _build(output_type: Any, options: dict[str, Any]) -> OutputSpec:
-    from .tools import ToolSet, looks_like_tools
-
     if isinstance(output_type, Grammar):
         if options:
             raise StructgenError(f"schema options {sorted(options)} do not apply to a Grammar output type")
-        return OutputSpec(output_type, _grammar_parser(output_type), "grammar", repr(output_type))
+        return OutputSpec(output_type, grammar_parser(output_type), "grammar", repr(output_type))
     if isinstance(output_type, ToolSet) or looks_like_tools(output_type):
         toolset = output_type if isinstance(output_type, ToolSet) else ToolSet(output_type)
-        return toolset.output_spec(**_with_defaults(options))
+        return toolset.output_spec(**with_generation_defaults(options))
     if isinstance(output_type, dict):
-        grammar = Grammar.from_json_schema(output_type, **_with_defaults(options))
+        grammar = Grammar.from_json_schema(output_type, **with_generation_defaults(options))
         return OutputSpec(grammar, json_schema_parser(output_type), "json_schema", "JSON Schema")
     if isinstance(output_type, (str, bytes)):
         raise StructgenError(
@@ -102,11 +92,13 @@ def _build(output_type: Any, options: dict[str, Any]) -> OutputSpec:
             "or a grammar as Grammar.from_gbnf(...) / Grammar.from_regex(...)"
         )
     adapter = _type_adapter(output_type)
-    grammar = Grammar.from_type(output_type, **_with_defaults(options))
-    return OutputSpec(grammar, _pydantic_parser(adapter), "type", _type_label(output_type))
+    grammar = Grammar.from_type(output_type, **with_generation_defaults(options))
+    return OutputSpec(grammar, pydantic_parser(adapter), "type", _type_label(output_type))
 
 
-def _with_defaults(options: Mapping[str, Any]) -> dict[str, Any]:
+def with_generation_defaults(options: Mapping[str, Any]) -> dict[str, Any]:
+    """Translator options for generation: ``options`` over :data:`GENERATION_SCHEMA_DEFAULTS` and
+    the one-space whitespace unless the caller chose whitespace."""
     out = dict(GENERATION_SCHEMA_DEFAULTS)
     if "whitespace" not in options and "whitespace_pattern" not in options:
         out["whitespace_pattern"] = GENERATION_WHITESPACE
@@ -131,45 +123,3 @@ def _type_adapter(tp: Any) -> Any:
 
 def _type_label(tp: Any) -> str:
     return getattr(tp, "__name__", None) or repr(tp)
-
-
-def _grammar_parser(grammar: Grammar) -> Callable[[str], Any]:
-    def parse(text: str) -> str:
-        if not grammar.matches(text):
-            raise GenerationError("the output does not match the grammar", partial_text=text)
-        return text
-
-    return parse
-
-
-def json_schema_parser(schema: Any) -> Callable[[str], Any]:
-    """``parse(text)``: ``json.loads`` then validation against ``schema`` (formats asserted)."""
-    import jsonschema
-
-    cls = jsonschema.validators.validator_for(schema)
-    validator = cls(schema, format_checker=cls.FORMAT_CHECKER)
-
-    def parse(text: str) -> Any:
-        try:
-            value = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise GenerationError(f"the output is not JSON: {e}", partial_text=text) from e
-        error = jsonschema.exceptions.best_match(validator.iter_errors(value))
-        if error is not None:
-            where = "/".join(str(p) for p in error.absolute_path)
-            raise GenerationError(f"the output fails the schema at /{where}: {error.message}", partial_text=text)
-        return value
-
-    return parse
-
-
-def _pydantic_parser(adapter: Any) -> Callable[[str], Any]:
-    from pydantic import ValidationError
-
-    def parse(text: str) -> Any:
-        try:
-            return adapter.validate_json(text)
-        except ValidationError as e:
-            raise GenerationError(f"the output fails validation: {e}", partial_text=text) from e
-
-    return parse

@@ -32,6 +32,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
 from .errors import GenerationError, SchemaError, StructgenError
+from .grammar import Grammar
+from .output_spec import OutputSpec, json_schema_parser
+from .schema import normalize_tool_parameters
 
 FINAL_ANSWER = "final_answer"
 _NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,64}$")
@@ -98,14 +101,7 @@ class Tool:
             params = {"type": "object", "properties": {}}
         if not isinstance(params, dict):
             raise ToolDefinitionError("'parameters' must be a JSON Schema object", tool=tool_name)
-        try:
-            from .schema import normalize_tool_parameters
-
-            params = normalize_tool_parameters(params)
-        except ImportError:  # pragma: no cover - the translator ships with structgen
-            params = dict(params)
-        from .output_types import json_schema_parser
-
+        params = normalize_tool_parameters(params)
         try:
             validator = json_schema_parser(params)
         except Exception as e:  # jsonschema.SchemaError and friends
@@ -153,10 +149,12 @@ class Tool:
 @dataclass(frozen=True)
 class ToolCall:
     """A validated call: ``name``, typed ``arguments`` (a model instance, or a dict for OpenAI
-    definitions); :meth:`invoke` runs the tool."""
+    definitions) and ``id`` (stable: the same call at the same position gets the same id);
+    :meth:`invoke` runs the tool."""
 
     tool: Tool
     arguments: Any
+    id: str = ""
 
     @property
     def name(self) -> str:
@@ -167,8 +165,16 @@ class ToolCall:
             return self.arguments.model_dump(mode="json")
         return dict(self.arguments)
 
+    def arguments_json(self) -> str:
+        """The arguments as a JSON text (OpenAI's ``function.arguments``)."""
+        return json.dumps(self.arguments_dict(), ensure_ascii=False)
+
     def to_json(self) -> str:
         return json.dumps({"name": self.name, "arguments": self.arguments_dict()}, ensure_ascii=False)
+
+    def to_openai(self) -> dict[str, Any]:
+        """This call as an entry of an OpenAI assistant message's ``tool_calls``."""
+        return {"id": self.id, "type": "function", "function": {"name": self.name, "arguments": self.arguments_json()}}
 
     def invoke(self) -> Any:
         tool = self.tool
@@ -241,8 +247,9 @@ class ToolSet:
         out.answer_type = self.answer_type if FINAL_ANSWER in names else None
         return out
 
-    def schema(self) -> dict[str, Any]:
-        """The JSON Schema of one call: an ``anyOf`` with one branch per tool."""
+    def schema(self, *, args_key: str = "arguments") -> dict[str, Any]:
+        """The JSON Schema of one call, ``{"name": ..., ARGS_KEY: {...}}``: an ``anyOf`` with one
+        branch per tool (``args_key="parameters"`` is Llama 3's spelling)."""
         branches = []
         defs: dict[str, Any] = {}
         for i, tool in enumerate(self.tools.values()):
@@ -253,17 +260,15 @@ class ToolSet:
             branches.append(
                 {
                     "type": "object",
-                    "properties": {"name": {"const": tool.name}, "arguments": {"$ref": f"#/$defs/{key}"}},
-                    "required": ["name", "arguments"],
+                    "properties": {"name": {"const": tool.name}, args_key: {"$ref": f"#/$defs/{key}"}},
+                    "required": ["name", args_key],
                     "additionalProperties": False,
                 }
             )
         return {"anyOf": branches, "$defs": defs} if len(branches) > 1 else {**branches[0], "$defs": defs}
 
-    def output_spec(self, **schema_options: Any) -> Any:
-        from .grammar import Grammar
-        from .output_types import OutputSpec
-
+    def output_spec(self, **schema_options: Any) -> OutputSpec:
+        """The spec of one call in the generic JSON format (what :func:`structgen.generate` writes)."""
         grammar = Grammar.from_json_schema(self.schema(), **schema_options)
         return OutputSpec(grammar, self.parse, "tools", repr(self))
 
@@ -302,53 +307,6 @@ def looks_like_tools(obj: Any) -> bool:
     return all(
         isinstance(x, (Tool, Mapping)) or _is_model_class(x) or (callable(x) and not isinstance(x, type)) for x in obj
     )
-
-
-# -- an agent loop ----------------------------------------------------------------------------
-
-
-@dataclass
-class AgentRun:
-    """The end of :func:`run_agent`: the answer, the calls made with their results, the messages."""
-
-    answer: Any
-    calls: list[tuple[ToolCall, Any]]
-    messages: list[dict[str, Any]]
-
-
-def run_agent(
-    model: Any,
-    tools: ToolSet | Iterable[Any],
-    messages: list[dict[str, Any]],
-    *,
-    max_steps: int = 6,
-    final_answer: Any = str,
-    result_role: str = "tool",
-    **options: Any,
-) -> AgentRun:
-    """Call tools until the model gives a final answer (the last step may only answer).
-
-    Each call's result is appended to the conversation as a ``result_role`` message.
-    """
-    toolset = tools if isinstance(tools, ToolSet) else ToolSet(tools, final_answer=final_answer)
-    if FINAL_ANSWER not in toolset.tools:
-        raise StructgenError("run_agent needs a tool set with a final answer (ToolSet(..., final_answer=str))")
-    if max_steps < 1:
-        raise StructgenError("max_steps must be at least 1")
-    from .generate import generate
-
-    history = [dict(m) for m in messages]
-    calls: list[tuple[ToolCall, Any]] = []
-    for step in range(max_steps):
-        allowed = toolset if step < max_steps - 1 else toolset.only(FINAL_ANSWER)
-        out = generate(model, allowed, history, **options)
-        if isinstance(out, FinalAnswer):
-            return AgentRun(out.value, calls, history)
-        result = out.invoke()
-        calls.append((out, result))
-        history.append({"role": "assistant", "content": out.to_json()})
-        history.append({"role": result_role, "content": json.dumps(result, default=str, ensure_ascii=False)})
-    raise AssertionError("unreachable: the last step can only answer")  # pragma: no cover
 
 
 # -- helpers ----------------------------------------------------------------------------------

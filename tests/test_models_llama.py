@@ -15,10 +15,11 @@ from model_cases import CASES, TOOLS, any_text, convert_currency, get_weather, p
 from pydantic import BaseModel
 
 from structgen import GenerationError, LimitError, SchemaError, StructgenError, VocabError
+from structgen.agent import run_agent
 from structgen.generate import generate, generate_result, stream
 from structgen.integrations.llama_cpp import LlamaCppRuntime, logits_processor
 from structgen.output_types import resolve_output
-from structgen.tools import FinalAnswer, ToolCall, ToolDefinitionError, ToolSet, run_agent
+from structgen.tools import FinalAnswer, ToolCall, ToolDefinitionError
 
 pytestmark = pytest.mark.model
 
@@ -138,21 +139,17 @@ def _vocab(llm):
     return as_runtime(llm).vocab
 
 
-def test_three_tool_agent_loop_reaches_a_final_answer(smollm2_llama):
-    tools = ToolSet([get_weather, convert_currency, search_web], final_answer=str)
-    system = (
-        "You are an assistant that uses tools.\n" + tools.describe() + "\nFirst call a tool to get facts, for example "
-        '{"name": "get_weather", "arguments": {"city": "Rome"}}. When you have the facts, answer with final_answer.'
-    )
-    messages = [{"role": "system", "content": system}, {"role": "user", "content": "What is the weather in Paris?"}]
-    for temperature, seed in ((0.0, 0), (0.7, 1), (0.7, 2)):
-        run = run_agent(smollm2_llama, tools, messages, max_steps=4, temperature=temperature, seed=seed)
-        assert isinstance(run.answer, str)
-        assert all(isinstance(c, ToolCall) and c.name in tools.tools for c, _ in run.calls)
-        assert len(run.messages) == 2 + 2 * len(run.calls)
-        if temperature == 0.0:  # greedy SmolLM2 follows the example and looks the weather up first
-            assert run.calls and run.calls[0][0].name == "get_weather"
-            assert run.calls[0][1] == get_weather(**run.calls[0][0].arguments_dict())
+def test_three_tool_agent_loop_ends_on_a_text_answer(smollm2_llama):
+    tools = [get_weather, convert_currency, search_web]
+    messages = [{"role": "user", "content": "What is the weather in Paris?"}]
+    for temperature, seed in ((0.0, 0), (0.7, 1)):
+        run = run_agent(smollm2_llama, tools, messages, max_steps=3, temperature=temperature, seed=seed, max_tokens=96)
+        assert isinstance(run.answer, str) or run.answer is None
+        assert all(
+            isinstance(c, ToolCall) and c.name in ("get_weather", "convert_currency", "search_web")
+            for c, _ in run.calls
+        )
+        assert run.messages[-1]["role"] == "assistant" and "tool_calls" not in run.messages[-1]
 
 
 def test_gemma_end_of_turn_is_an_end_token(gemma_llama):

@@ -278,7 +278,7 @@ def test_ecma_flags_refused() -> None:
 
 
 def test_unknown_flavor() -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(RegexError):
         regex_to_node("a", flavor="pcre")
 
 

@@ -12,7 +12,8 @@ from generation_support import ScriptedRuntime, byte_vocab
 from pydantic import BaseModel, Field
 
 from structgen import GenerationError, StructgenError
-from structgen.tools import FINAL_ANSWER, FinalAnswer, Tool, ToolCall, ToolDefinitionError, ToolSet, run_agent
+from structgen.agent import run_agent
+from structgen.tools import FINAL_ANSWER, FinalAnswer, Tool, ToolCall, ToolDefinitionError, ToolSet
 
 
 class Unit(str, enum.Enum):
@@ -319,20 +320,22 @@ def test_generated_calls_are_always_valid(vocab):
         assert isinstance(out, (ToolCall, FinalAnswer))
 
 
-def test_run_agent_reaches_a_final_answer(vocab):
+def test_run_agent_reaches_a_text_answer(vocab):
     def script(prompt: str) -> str:
-        if "42" in prompt:
-            return '{"name": "final_answer", "arguments": {"answer": "The sum is 42."}}'
-        return '{"name": "add", "arguments": {"a": 40, "b": 2}}'
+        if "<tool_response>\n42" in prompt:
+            return "The sum is 42."
+        return '<tool_call>\n{"name": "add", "arguments": {"a": 40, "b": 2}}\n</tool_call>'
 
     run = run_agent(ScriptedRuntime(vocab, script), [get_weather, add], [{"role": "user", "content": "40+2?"}], seed=0)
     assert run.answer == "The sum is 42."
     assert [(c.name, r) for c, r in run.calls] == [("add", 42)]
-    assert run.messages[-1] == {"role": "tool", "content": "42"}
+    call, _ = run.calls[0]
+    assert run.messages[-2] == {"role": "tool", "tool_call_id": call.id, "name": "add", "content": "42"}
+    assert run.messages[-1] == {"role": "assistant", "content": "The sum is 42."}
 
 
 def test_run_agent_last_step_can_only_answer(vocab):
-    always_calls = '{"name": "add", "arguments": {"a": 1, "b": 1}}'
+    always_calls = '<tool_call>\n{"name": "add", "arguments": {"a": 1, "b": 1}}\n</tool_call>'
     run = run_agent(
         ScriptedRuntime(vocab, always_calls), [add], [{"role": "user", "content": "go"}], max_steps=3, seed=0
     )

@@ -1,128 +1,404 @@
-"""Saving and loading compiled constraints: a versioned container with no pickle.
+"""Saving and loading compiled constraints: a versioned, sealed container with no pickle.
 
-The blob is an uncompressed zip of numpy arrays (``numpy.savez``; loaded with
-``allow_pickle=False``): a JSON header (format version, the vocabulary's fingerprint, the grammar,
-the engine's terms, stacks and configurations) and the arrays of everything computed so far (the
-transition table and the cached masks). Loading refuses another vocabulary or another format
-version, and gives a constraint whose masks are identical to the saved one's - and, where they were
-computed before saving, served without recomputation.
+The blob is a zip of stored (uncompressed) members: ``header.npy`` (a JSON header as bytes: format
+version, the vocabulary's fingerprint, the grammar, the engine's terms, stacks and configurations,
+and the SHA-256 digest of every other member), the arrays of everything computed so far
+(``table.npy``, the transition table; ``mask_ids.npy`` and ``masks.npy``, the cached masks), and
+``seal``, the digest of the header: SHA-256, or HMAC-SHA256 where the caller saved with a key.
+Every member is covered, so a blob whose masks or tables were edited is refused, not served.
+
+Loading trusts nothing in the blob before it is checked: the blob is bounded by the caller's
+``EngineLimits.max_memory_bytes`` before anything is read; a member must be stored (a compressed
+member could inflate without bound), declare exactly the bytes it holds, have the one dtype and
+shape its role allows; the seal is checked before the header is parsed; every index in the header
+(terms, stacks, configurations, atoms, machines) must point at something that exists; the table's
+targets and the masks' ids must be configurations of the blob. The loaded constraint runs under
+the limits the caller passes (the header holds none). Every malformed blob raises ConstraintError,
+a blob for another vocabulary VocabError, and one past the caller's limits LimitError.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import io
 import json
 import zipfile
-from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import ConstraintError, VocabError
+from ..errors import ConstraintError, GrammarError, LimitError, VocabError
 from ..grammar import ir
 from ..grammar.serialize import grammar_from_data, grammar_to_data
+from ..vocab import Vocab
 from .configs import ConfigSystem
 from .limits import EngineLimits
-from .machines import Machines, _Lowering
-from .terms import ALT_K, BYTES_K, LAZY_K, REPEAT_K, TermStore
+from .machines import SYMBOL_BASE, Machines, _Lowering, is_call, symbol_index
+from .masks import words_for
+from .table import UNKNOWN
+from .terms import ALT_K, AND_K, BYTES_K, DIFF_K, LAZY_K, POSS_K, REPEAT_K, SEQ_K, SYM_K, TermStore, repeat_flags
 
 if TYPE_CHECKING:
-    from ..vocab import Vocab
     from .constraint import Constraint
 
 FORMAT = "structgen-constraint"
-VERSION = 1
+VERSION = 2
+
+HEADER, TABLE, MASK_IDS, MASKS, SEAL = "header.npy", "table.npy", "mask_ids.npy", "masks.npy", "seal"
+_ARRAYS = (TABLE, MASK_IDS, MASKS)
+_MEMBERS = frozenset((HEADER, SEAL) + _ARRAYS)
+#: the members of a version 1 blob (no digests), named in the error that refuses one
+_VERSION_1_MEMBERS = frozenset(("header.npy", "table.npy", "mask_ids.npy", "masks.npy"))
+#: dtype and dimensions of each array member (little-endian on every machine)
+_LAYOUT = {HEADER: ("|u1", 1), TABLE: ("<i4", 2), MASK_IDS: ("<i8", 1), MASKS: ("<i4", 2)}
+#: the header's JSON is at most this deep (it is 6 deep; a deeper one is hostile, and would
+#: reach Python's recursion limit inside the JSON reader)
+MAX_HEADER_DEPTH = 32
+#: Python objects parsed from JSON take up to about this many times the text's bytes (lists of
+#: small ints: 8-byte pointers and list headers for 2-4 characters of text); a header is charged
+#: that much against ``max_memory_bytes`` before it is parsed
+HEADER_EXPANSION = 16
+#: hex digits of a byte-set term (256 bits)
+_MAX_BYTES_HEX = 64
+_HEX_DIGITS = frozenset("0123456789abcdef")
+
+#: errors of the standard library and numpy that a malformed blob can still raise inside checked
+#: code (a wrong type where a list was checked for its length, say): all mean "corrupt"
+_CORRUPT = (
+    KeyError,
+    IndexError,
+    TypeError,
+    ValueError,
+    AttributeError,
+    OverflowError,
+    EOFError,
+    OSError,
+    RecursionError,
+    UnicodeError,
+    NotImplementedError,
+    RuntimeError,
+    zipfile.BadZipFile,
+    GrammarError,
+)
 
 
-def save_constraint(c: Constraint) -> bytes:
-    store = c._machines.store
-    system = c._system
-    header: dict[str, Any] = {
+def save_constraint(c: Constraint, *, key: bytes | None = None) -> bytes:
+    """The blob of ``c`` (see the module docstring); sealed with HMAC-SHA256 under ``key``."""
+    key = _check_key(key)
+    store, system = c._machines.store, c._system
+    # one consistent snapshot: every computation that grows these tables holds the lock, so
+    # nothing changes while their sizes are read and the table (written in place) and the mask
+    # cache are copied (a table row copied after a configuration was added would name one the
+    # header does not hold). Terms, stacks and configurations are only ever appended, so the
+    # header is encoded after the lock is released, up to the sizes read under it: a save
+    # holds up other threads' masks for the copies only.
+    with c._lock:
+        # the least of the term lists' lengths: a term is appended to each in turn
+        n_terms = min(len(store.kind), len(store.a), len(store.b), len(store.nullable), len(store.flags))
+        n_stacks = min(len(system.stack_parent), len(system.stack_top))
+        n_configs = len(system.configs)
+        rows = np.array(c._table.rows[: min(n_configs, c._table.rows.shape[0])], dtype="<i4")
+        cached = sorted(c._masks.items())
+    header = _header_data(c, n_terms, n_stacks, n_configs)
+    mask_ids = np.asarray([cid for cid, _ in cached], dtype="<i8")
+    masks = np.stack([w for _, w in cached]).astype("<i4") if cached else np.zeros((0, c._words), "<i4")
+    members = {TABLE: _npy(rows), MASK_IDS: _npy(mask_ids), MASKS: _npy(masks)}
+    header["digests"] = {name: hashlib.sha256(data).hexdigest() for name, data in members.items()}
+    header["seal"] = "sha256" if key is None else "hmac-sha256"
+    header_npy = _npy(np.frombuffer(json.dumps(header).encode("utf-8"), dtype="|u1"))
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_STORED) as zf:
+        zf.writestr(HEADER, header_npy)
+        for name, data in members.items():
+            zf.writestr(name, data)
+        zf.writestr(SEAL, _seal(header_npy, key))
+    return buf.getvalue()
+
+
+def _header_data(c: Constraint, n_terms: int, n_stacks: int, n_configs: int) -> dict[str, Any]:
+    store, system, machines = c._machines.store, c._system, c._machines
+    return {
         "format": FORMAT,
         "version": VERSION,
         "vocab_fingerprint": c.vocab.fingerprint,
         "grammar": grammar_to_data(c.grammar),
-        "limits": asdict(c.limits),
         "machines": {
-            "names": c._machines.names,
-            "body": c._machines.body,
-            "start": c._machines.start,
-            "atoms": [[list(a.ids), a.name, a.negated] for a in c._machines.token_atoms],
-            "nullable": c._machines.nullable,
+            "names": list(machines.names),
+            "body": list(machines.body),
+            "start": machines.start,
+            "atoms": [[list(a.ids), a.name, a.negated] for a in machines.token_atoms],
+            "nullable": list(machines.nullable),
         },
-        "terms": [_encode_term(store, t) for t in range(2, len(store))],
-        "stacks": [[p, t] for p, t in zip(system.stack_parent, system.stack_top)],
-        "configs": [list(cfg) for cfg in system.configs[1:]],
+        "terms": [_encode_term(store, t) for t in range(2, n_terms)],
+        "stacks": [[system.stack_parent[i], system.stack_top[i]] for i in range(n_stacks)],
+        "configs": [list(system.configs[i]) for i in range(1, n_configs)],
     }
-    n = len(system.configs)
-    rows = c._table.rows[: min(n, c._table.rows.shape[0])]
-    mask_ids = np.asarray(sorted(c._masks), dtype=np.int64)
-    masks = np.stack([c._masks[i] for i in mask_ids.tolist()]) if mask_ids.size else np.zeros((0, c._words), np.int32)
+
+
+def _npy(a: np.ndarray) -> bytes:
     buf = io.BytesIO()
-    np.savez(
-        buf,
-        header=np.frombuffer(json.dumps(header).encode("utf-8"), dtype=np.uint8),
-        table=rows,
-        mask_ids=mask_ids,
-        masks=masks,
-    )
+    np.lib.format.write_array(buf, np.ascontiguousarray(a), allow_pickle=False)
     return buf.getvalue()
 
 
-def load_constraint(blob: bytes, vocab: Vocab) -> Constraint:
+def _check_key(key: object) -> bytes | None:
+    if key is None:
+        return None
+    if not isinstance(key, (bytes, bytearray)) or not key:
+        raise ConstraintError("a sealing key must be non-empty bytes")
+    return bytes(key)
+
+
+def _seal(header_npy: bytes, key: bytes | None) -> bytes:
+    if key is None:
+        return hashlib.sha256(header_npy).digest()
+    return hmac.new(key, header_npy, hashlib.sha256).digest()
+
+
+# -- loading ----------------------------------------------------------------------------------
+
+
+def load_constraint(blob: bytes, vocab: Vocab, *, limits: EngineLimits, key: bytes | None = None) -> Constraint:
+    """The constraint saved in ``blob``, under the caller's ``limits`` (see the module docstring)."""
+    if not isinstance(limits, EngineLimits):
+        raise ConstraintError(f"limits must be an EngineLimits, not {type(limits).__name__}")
+    if not isinstance(vocab, Vocab):
+        raise ConstraintError(f"load takes a Vocab, not {type(vocab).__name__}")
+    key = _check_key(key)
+    try:
+        return _load(blob, vocab, limits, key)
+    except _CORRUPT as e:
+        raise ConstraintError(f"saved constraint is corrupt ({type(e).__name__}: {str(e)[:200]})") from e
+
+
+def _load(blob: object, vocab: Vocab, limits: EngineLimits, key: bytes | None) -> Constraint:
     from .constraint import Constraint
 
-    try:
-        with np.load(io.BytesIO(blob), allow_pickle=False) as data:
-            header = json.loads(bytes(data["header"]).decode("utf-8"))
-            table = data["table"]
-            mask_ids = data["mask_ids"]
-            masks = data["masks"]
-    except (OSError, ValueError, KeyError, zipfile.BadZipFile, json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ConstraintError(f"not a saved structgen constraint: {e}") from e
-    if header.get("format") != FORMAT:
-        raise ConstraintError("not a saved structgen constraint")
-    if header.get("version") != VERSION:
+    members = _read_members(blob, limits)
+    header_npy = members[HEADER]
+    if not hmac.compare_digest(_seal(header_npy, key), members[SEAL]):
         raise ConstraintError(
-            f"saved constraint has format version {header.get('version')}, this structgen reads {VERSION}"
+            "saved constraint fails its digest: corrupt, altered"
+            + (", or sealed without this key" if key is not None else ", or sealed with a key (pass key=)")
         )
-    if header["vocab_fingerprint"] != vocab.fingerprint:
+    header_bytes = bytes(_array(HEADER, header_npy))
+    if len(header_bytes) * HEADER_EXPANSION > limits.max_memory_bytes:
+        raise LimitError(
+            f"saved constraint's header of {len(header_bytes)} bytes would take about "
+            f"{len(header_bytes) * HEADER_EXPANSION} as Python objects",
+            limit="max_memory_bytes",
+            value=limits.max_memory_bytes,
+        )
+    header = _parse_header(header_bytes)
+    if header.get("seal") != ("sha256" if key is None else "hmac-sha256"):
+        raise ConstraintError("saved constraint's seal does not match the key given")
+    if header.get("vocab_fingerprint") != vocab.fingerprint:
         raise VocabError("the saved constraint was compiled for another vocabulary")
+    digests = _field(header, "digests", dict)
+    for name in _ARRAYS:
+        if not hmac.compare_digest(hashlib.sha256(members[name]).hexdigest(), str(digests.get(name))):
+            raise ConstraintError(f"saved constraint's {name} fails its digest: corrupt or altered")
+    table = _array(TABLE, members[TABLE])
+    mask_ids = _array(MASK_IDS, members[MASK_IDS])
+    masks = _array(MASKS, members[MASKS])
 
-    grammar = grammar_from_data(header["grammar"])
+    grammar = grammar_from_data(_field(header, "grammar", dict))
+    m = _field(header, "machines", dict)
+    names = _list_of(_field(m, "names", list), str, "machine names")
+    body = _list_of(_field(m, "body", list), int, "machine bodies")
+    nullable = _list_of(_field(m, "nullable", list), bool, "machine nullability")
+    start = _field(m, "start", int)
+    if not (len(names) == len(body) == len(nullable)) or not 0 <= start < len(body):
+        raise ConstraintError("saved constraint is corrupt (machine table)")
+    atoms = [_decode_atom(entry) for entry in _field(m, "atoms", list)]
+
     store = TermStore()
     lowering = _Lowering(grammar, store, frozenset())  # expands lazy terms after loading
-    for i, entry in enumerate(header["terms"], start=2):
-        if _decode_term(store, entry) != i:
+    for i, entry in enumerate(_field(header, "terms", list), start=2):
+        if _decode_term(store, entry, grammar, len(body), len(atoms)) != i:
             raise ConstraintError("saved constraint is corrupt (term table)")
-    m = header["machines"]
-    machines = Machines(
-        store,
-        list(m["names"]),
-        list(m["body"]),
-        m["start"],
-        [ir.Token(tuple(ids), name, neg) for ids, name, neg in m["atoms"]],
-        list(m["nullable"]),
-        rule_bound=lowering.rule_bound,
-    )
+    n_terms = len(store)
+    if any(not 0 <= t < n_terms for t in body):
+        raise ConstraintError("saved constraint is corrupt (machine bodies)")
+    machines = Machines(store, names, body, start, atoms, nullable, rule_bound=lowering.rule_bound)
     lowering.atoms = list(machines.token_atoms)
     lowering.atom_index = {a: i for i, a in enumerate(machines.token_atoms)}
-    limits = EngineLimits(**header["limits"])
     system = ConfigSystem(machines, max_stacks_per_config=limits.max_stacks_per_config, max_configs=limits.max_configs)
-    for i, (parent, top) in enumerate(header["stacks"]):
-        if system.stack(parent, top) != i:
+    # the system made the start configuration (and its one stack): the saved tables must begin
+    # with the same ones, and the rest are checked entry by entry against what exists before them
+    for i, entry in enumerate(_field(header, "stacks", list)):
+        parent, top = _pair(entry, "stack")
+        if not (-3 <= parent < i and 0 <= top < n_terms) or system.stack(parent, top) != i:
             raise ConstraintError("saved constraint is corrupt (stack table)")
-    for i, cfg in enumerate(header["configs"], start=1):
-        if system.config(cfg) != i:
+    n_stacks = len(system.stack_top)
+    for i, entry in enumerate(_field(header, "configs", list), start=1):
+        stacks = _list_of(entry, int, "configuration")
+        if (
+            any(not 0 <= s < n_stacks for s in stacks)
+            or any(x >= y for x, y in zip(stacks, stacks[1:]))
+            or system.config(stacks) != i
+        ):
             raise ConstraintError("saved constraint is corrupt (configuration table)")
+    n_configs = len(system.configs)
+
+    words = words_for(vocab.logit_width)
+    if table.shape[1] != 256 or table.shape[0] > n_configs:
+        raise ConstraintError(
+            f"saved constraint is corrupt (table of shape {table.shape} for {n_configs} configurations)"
+        )
+    if table.size and (int(table.min()) < UNKNOWN or int(table.max()) >= n_configs or table[0].any()):
+        raise ConstraintError("saved constraint is corrupt (table targets outside its configurations)")
+    if masks.shape != (mask_ids.size, words):
+        raise ConstraintError(f"saved constraint is corrupt (masks of shape {masks.shape}, {mask_ids.size} x {words})")
+    if mask_ids.size and (
+        int(mask_ids.min()) < 0 or int(mask_ids.max()) >= n_configs or np.unique(mask_ids).size != mask_ids.size
+    ):
+        raise ConstraintError("saved constraint is corrupt (mask ids)")
+    if mask_ids.size and vocab.logit_width % 32 and (masks[:, -1].view(np.uint32) >> (vocab.logit_width % 32)).any():
+        raise ConstraintError("saved constraint is corrupt (masks allow ids past the logit width)")
+
     c = Constraint(grammar, vocab, machines, system, limits)
     c._table._grow()
     c._table.rows[: table.shape[0]] = table
-    for cid, words in zip(mask_ids.tolist(), masks):
-        w = np.array(words, dtype=np.int32)
+    # the caller's cache bound holds from the start: the saved masks past it are not kept
+    for cid, row in zip(mask_ids[: limits.max_cached_masks].tolist(), masks):
+        w = np.array(row, dtype=np.int32)
         w.flags.writeable = False
         c._masks[cid] = w
+    c._check_memory()
     return c
+
+
+def _read_members(blob: object, limits: EngineLimits) -> dict[str, bytes]:
+    """The members of the zip ``blob``, each checked for what it declares before it is read."""
+    if isinstance(blob, (bytearray, memoryview)):
+        blob = bytes(blob)
+    if not isinstance(blob, bytes):
+        raise ConstraintError(f"a saved constraint is bytes, not {type(blob).__name__}")
+    if not blob:
+        raise ConstraintError("a saved constraint cannot be empty")
+    if len(blob) > limits.max_memory_bytes:
+        raise LimitError(
+            f"saved constraint of {len(blob)} bytes", limit="max_memory_bytes", value=limits.max_memory_bytes
+        )
+    try:
+        zf = zipfile.ZipFile(io.BytesIO(blob))
+    except zipfile.BadZipFile as e:
+        raise ConstraintError(f"not a saved structgen constraint ({e})") from e
+    infos = zf.infolist()
+    names = [info.filename for info in infos]
+    if len(names) != len(set(names)) or set(names) != _MEMBERS:
+        if set(names) == _VERSION_1_MEMBERS:
+            raise ConstraintError(
+                f"saved constraint has format version 1, this structgen reads {VERSION}: save it again"
+            )
+        raise ConstraintError(f"not a saved structgen constraint (members {sorted(names)[:8]})")
+    out: dict[str, bytes] = {}
+    for info in infos:
+        if info.compress_type != zipfile.ZIP_STORED:
+            raise ConstraintError(f"member {info.filename} is compressed; structgen stores every member as it is")
+        if info.flag_bits & 0x1:
+            raise ConstraintError(f"member {info.filename} is encrypted")
+        if info.file_size != info.compress_size or info.file_size > len(blob):
+            raise ConstraintError(f"member {info.filename} declares {info.file_size} bytes in a blob of {len(blob)}")
+        out[info.filename] = zf.read(info)
+    return out
+
+
+def _array(name: str, data: bytes) -> np.ndarray:
+    """The array in the ``.npy`` bytes of member ``name``: its header is read first (bounded by
+    numpy), and its dtype, dimensions and size must be what ``name`` holds."""
+    fp = io.BytesIO(data)
+    version = np.lib.format.read_magic(fp)
+    if version == (1, 0):
+        shape, fortran, dtype = np.lib.format.read_array_header_1_0(fp)
+    elif version == (2, 0):
+        shape, fortran, dtype = np.lib.format.read_array_header_2_0(fp)
+    else:
+        raise ConstraintError(f"member {name} has .npy version {version}")
+    want, ndim = _LAYOUT[name]
+    if dtype != np.dtype(want) or fortran or len(shape) != ndim or any(d < 0 for d in shape):
+        raise ConstraintError(f"member {name} holds {dtype} {shape}, not {want} in {ndim} dimensions")
+    count = 1
+    for d in shape:
+        count *= d
+    offset = fp.tell()
+    if count * dtype.itemsize != len(data) - offset:
+        raise ConstraintError(f"member {name} declares {count * dtype.itemsize} bytes and holds {len(data) - offset}")
+    return np.frombuffer(data, dtype=dtype, count=count, offset=offset).reshape(shape)
+
+
+def _parse_header(data: bytes) -> dict[str, Any]:
+    _check_depth(data)
+    header = json.loads(data.decode("utf-8"))
+    if not isinstance(header, dict) or header.get("format") != FORMAT:
+        raise ConstraintError("not a saved structgen constraint")
+    if header.get("version") != VERSION:
+        raise ConstraintError(
+            f"saved constraint has format version {header.get('version')!r}, this structgen reads {VERSION}"
+        )
+    return header
+
+
+def _check_depth(data: bytes) -> None:
+    """Refuse JSON nested deeper than MAX_HEADER_DEPTH, counted outside strings without parsing."""
+    b = np.frombuffer(data, dtype=np.uint8)
+    quote, backslash = b == ord('"'), b == ord("\\")
+    if backslash.any():
+        # a quote is escaped by an odd run of backslashes just before it: drop those quotes
+        at = np.arange(b.size)
+        last_other = np.maximum.accumulate(np.where(backslash, -1, at))  # last non-backslash <= i
+        q = np.flatnonzero(quote[1:]) + 1
+        run = q - 1 - last_other[q - 1]
+        quote[q[run % 2 == 1]] = False
+    inside = (np.cumsum(quote) - quote) % 2 == 1  # after an odd number of quotes: in a string
+    opens = ((b == ord("[")) | (b == ord("{"))) & ~inside
+    closes = ((b == ord("]")) | (b == ord("}"))) & ~inside
+    depth = np.cumsum(opens.astype(np.int64) - closes.astype(np.int64))
+    if depth.size and int(depth.max()) > MAX_HEADER_DEPTH:
+        raise ConstraintError(f"saved constraint's header is nested more than {MAX_HEADER_DEPTH} deep")
+
+
+def _field(d: dict[str, Any], name: str, kind: type) -> Any:
+    if not isinstance(d, dict) or name not in d:
+        raise ConstraintError(f"saved constraint is corrupt (no {name!r})")
+    value = d[name]
+    if not _is(value, kind):
+        raise ConstraintError(f"saved constraint is corrupt ({name!r} is a {type(value).__name__})")
+    return value
+
+
+def _is(value: object, kind: type) -> bool:
+    # a JSON true is no count, and a count is no truth value
+    if kind is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, kind)
+
+
+def _list_of(value: object, kind: type, what: str) -> list[Any]:
+    if not isinstance(value, list) or not all(_is(v, kind) for v in value):
+        raise ConstraintError(f"saved constraint is corrupt ({what})")
+    return value
+
+
+def _pair(entry: object, what: str) -> tuple[int, int]:
+    if not isinstance(entry, list) or len(entry) != 2 or not all(_is(v, int) for v in entry):
+        raise ConstraintError(f"saved constraint is corrupt ({what} entry)")
+    return entry[0], entry[1]
+
+
+def _decode_atom(entry: object) -> ir.Token:
+    if not (
+        isinstance(entry, list)
+        and len(entry) == 3
+        and isinstance(entry[0], list)
+        and all(_is(i, int) and i >= 0 for i in entry[0])
+        and (entry[1] is None or isinstance(entry[1], str))
+        and isinstance(entry[2], bool)
+    ):
+        raise ConstraintError("saved constraint is corrupt (token atom)")
+    return ir.Token(tuple(entry[0]), entry[1], entry[2])
 
 
 def _encode_term(store: TermStore, t: int) -> list[Any]:
@@ -141,28 +417,51 @@ def _encode_term(store: TermStore, t: int) -> list[Any]:
     return [k, store.a[t], enc]
 
 
-def _decode_term(store: TermStore, entry: list[Any]) -> int:
-    from . import terms as T
-
+def _decode_term(store: TermStore, entry: object, grammar: Any, n_machines: int, n_atoms: int) -> int:
+    """Intern the saved term ``entry``; every term it refers to must exist already (the saved
+    order is the store's), and the caller checks it lands at the id it had."""
+    if not isinstance(entry, list) or len(entry) != 3 or not _is(entry[0], int):
+        raise ConstraintError("saved constraint is corrupt (term entry)")
     k, a, b = entry
-    if k == T.BYTES_K:
+    n = len(store)
+
+    def term(x: object) -> int:
+        if not _is(x, int) or not 0 <= x < n:  # type: ignore[operator]
+            raise ConstraintError("saved constraint is corrupt (term reference)")
+        return x  # type: ignore[return-value]
+
+    if k == BYTES_K:
+        if not isinstance(b, str) or not 0 < len(b) <= _MAX_BYTES_HEX or not set(b) <= _HEX_DIGITS:
+            raise ConstraintError("saved constraint is corrupt (byte set)")
         return store.bytes_(int(b, 16))
-    if k == T.SYM_K:
+    if k == SYM_K:
+        if not _is(a, int) or a < SYMBOL_BASE or symbol_index(a) >= (n_machines if is_call(a) else n_atoms):
+            raise ConstraintError("saved constraint is corrupt (symbol)")
         return store.sym(a)
-    if k == T.SEQ_K:
-        return store.seq(a, b)
-    if k == T.ALT_K:
-        return store.alt(b)
-    if k == T.REPEAT_K:
-        flags = T.repeat_flags(store.flags[a], b[0], b[1])
-        return store._make((T.REPEAT_K, a, b[0], b[1]), T.REPEAT_K, a, (b[0], b[1]), b[0] == 0, flags)
-    if k == T.AND_K:
-        return store.and_(a, b)
-    if k == T.DIFF_K:
-        return store.diff(a, b)
-    if k == T.POSS_K:
-        return store.poss(a)
-    if k == T.LAZY_K:
-        nullable, flags = a
-        return store.lazy(b, bool(nullable), int(flags))
+    if k == SEQ_K:
+        return store.seq(term(a), term(b))
+    if k == ALT_K:
+        if not isinstance(b, list):
+            raise ConstraintError("saved constraint is corrupt (choice)")
+        return store.alt([term(x) for x in b])
+    if k == REPEAT_K:
+        if not (isinstance(b, list) and len(b) == 2 and _is(b[0], int) and b[0] >= 0):
+            raise ConstraintError("saved constraint is corrupt (repetition)")
+        lo, hi = b
+        if hi is not None and (not _is(hi, int) or hi < max(lo, 1)):
+            raise ConstraintError("saved constraint is corrupt (repetition)")
+        x = term(a)
+        return store._make((REPEAT_K, x, lo, hi), REPEAT_K, x, (lo, hi), lo == 0, repeat_flags(store.flags[x], lo, hi))
+    if k == AND_K:
+        return store.and_(term(a), term(b))
+    if k == DIFF_K:
+        return store.diff(term(a), term(b))
+    if k == POSS_K:
+        return store.poss(term(a))
+    if k == LAZY_K:
+        if not (isinstance(a, list) and len(a) == 2 and isinstance(a[0], bool) and _is(a[1], int)):
+            raise ConstraintError("saved constraint is corrupt (lazy term)")
+        if not isinstance(b, str) or b not in grammar.rules:
+            raise ConstraintError("saved constraint is corrupt (lazy term names no rule)")
+        return store.lazy(b, a[0], a[1])
     raise ConstraintError(f"saved constraint is corrupt (term kind {k})")

@@ -2,13 +2,18 @@
 their walk while the budget is plentiful.
 
 A budget mask (``State.mask_words(budget=k)``, what ``generate()`` uses at every step) keeps the
-tokens after which the grammar can still close within ``k`` tokens. Computing it takes a walk that
-records every token's end configuration and a shortest-completion search for each new one: on
-``realistic_model`` about 3 ms per new configuration, against well under 1 ms for the plain
-mask. But a completion of ``n`` bytes needs at most ``n`` tokens, so where every configuration
-a token can lead to has a shortest completion of at most ``B`` bytes and ``k`` exceeds ``B`` by
-the margin below, every token of the plain mask passes and the budget mask *is* the plain mask
-(cached, shared with count twins).
+tokens after which the grammar can still close within ``k`` tokens, counted in tokens of the
+vocabulary (token_budget.py). Computing it takes a walk that records every token's end
+configuration and a shortest-completion search for each new one: on ``realistic_model`` about
+3 ms per new configuration, against well under 1 ms for the plain mask. But where every byte is
+a token of the vocabulary (the constraint checks it once: true of byte-level and byte-fallback
+vocabularies), the count in tokens of a configuration is at most its shortest completion in
+bytes (one spelling of the canonical completion is byte by byte; past token_budget.py's length
+limit the count *is* the bytes). So where every configuration a token can lead to has a
+shortest completion of at most ``B`` bytes and ``k`` exceeds ``B`` by the margin below, every
+token of the plain mask passes in tokens too and the budget mask *is* the plain mask (cached,
+shared with count twins). Where some byte has no token, the constraint does not take this
+shortcut.
 
 ``B`` comes from :meth:`CompletionBound.term`, the largest shortest completion over all
 derivatives of a term, composed over its structure:
@@ -51,7 +56,9 @@ from .terms import (
 
 #: Bytes between the bound and the budget: a token accepted in bulk inside a multi-byte
 #: character is reported with its loop's configuration, up to 3 bytes short (table.py), and the
-#: budget counts the token itself and the end-of-sequence token (constraint.py).
+#: budget counts the token itself and the end-of-sequence token (constraint.py). In tokens the
+#: same margin holds: the count after such a token is at most the bytes after it, the loop's
+#: plus the 3.
 MARGIN = 3 + 2
 
 

@@ -10,14 +10,16 @@ from a dictionary.
 
 from __future__ import annotations
 
+import operator
 import threading
-from typing import TYPE_CHECKING, Iterable, Sequence
+from typing import Iterable, Sequence
 
 import numpy as np
 
 from ..errors import ConstraintError, GrammarError, LimitError
 from ..grammar import ir
 from ..grammar.grammar import Grammar
+from ..vocab import Vocab
 from . import shared_walks
 from .arrays import unique_inverse
 from .budget_bound import CompletionBound
@@ -45,6 +47,7 @@ from .machines import Machines, build_machines, token_symbol
 from .masks import pack_ids, pack_ids_onto, unpack, words_for
 from .table import TransitionTable
 from .terms import ALT_K, BYTES_K, EMPTY, HAS_POSS, SEQ_K
+from .token_budget import DEFAULT_TOKEN_BUDGET_TUNING, TokenCounter, multibyte_ends
 from .trie_cache import token_trie_for
 
 #: Whether a configuration of one stack over a caller is walked over the hole (its walk shared
@@ -78,8 +81,14 @@ SPINE_HEAD_ELEMENTS = 1
 #: the tail may read) is walked as it is from then on
 SPINE_EXITS = 16
 
-if TYPE_CHECKING:
-    from ..vocab import Vocab
+#: Bytes one configuration, stack or term costs with everything remembered about it (memos,
+#: indexes, derivatives), beside the table row and masks counted as allocated: measured with
+#: tracemalloc on a long ``maxLength`` string, ``^(a|b)*a(a|b){24}$`` and JSON nested 1,000 deep
+#: (about 2 KB per configuration in the first, 800 B per term in the second, 600 B per stack in
+#: the third), rounded up
+MEMORY_PER_CONFIG = 2048
+MEMORY_PER_STACK = 600
+MEMORY_PER_TERM = 800
 
 
 class Constraint:
@@ -113,8 +122,11 @@ class Constraint:
         self._text_index: dict[bytes, int] | None = None
         # requests may share a constraint across threads: computing (not reading) takes the lock
         self._lock = threading.RLock()
-        self._after_cache: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-        self._top_need: dict[int, int] = {}  # the largest figure of _after, per configuration
+        #: per configuration, the budget figures in bytes (see ``_figures``) and in tokens
+        self._after_cache: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._token_after: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._top_need: dict[int, int] = {}  # the largest byte figure, per configuration
+        self._top_tokens: dict[int, int] = {}  # the largest token figure, per configuration
         self._counted: dict[int, tuple[CountedHead, UnitCounts, int] | None] = {}
         self._units: dict[tuple[int, int | None], UnitCounts | None] = {}
         self._automata: dict[int, UnitAutomaton | None] = {}
@@ -140,6 +152,9 @@ class Constraint:
         self._clamp = CountClamp(system, lambda: byte_limits_for(vocab))
         self._budget_clamp = CountClamp(system, lambda: byte_limits_for(vocab), keep_lengths=True)
         self._bound = CompletionBound(system, machines.rule_bound)
+        self._token_counter: TokenCounter | None = None
+        self._bytes_bound: bool | None = None
+        self._memory_checked_at = -1  # configurations when memory_bytes was last compared
 
     # -- construction ---------------------------------------------------------------------------
 
@@ -159,8 +174,14 @@ class Constraint:
         configurations ahead of time (up to ``limits.aot_max_configs``) and builds their masks;
         both modes give identical masks.
         """
-        if mode not in ("lazy", "aot"):
-            raise ValueError("mode must be 'lazy' or 'aot'")
+        if not isinstance(grammar, Grammar):
+            raise ConstraintError(f"compile takes a Grammar, not {type(grammar).__name__}")
+        if not isinstance(vocab, Vocab):
+            raise ConstraintError(f"compile takes a Vocab, not {type(vocab).__name__}")
+        if not isinstance(mode, str) or mode not in ("lazy", "aot"):
+            raise ConstraintError(f"mode must be 'lazy' or 'aot', not {mode!r}")
+        if not isinstance(limits, EngineLimits):
+            raise ConstraintError(f"limits must be an EngineLimits, not {type(limits).__name__}")
         machines = build_machines(grammar)
         system = ConfigSystem(
             machines,
@@ -203,7 +224,8 @@ class Constraint:
         key = (cid, k)
         r = self._atom_steps.get(key)
         if r is None:
-            r = self._atom_steps[key] = self._system.step(cid, token_symbol(k))
+            with self._lock:  # a step may intern configurations: the same lock as every computation
+                r = self._atom_steps[key] = self._system.step(cid, token_symbol(k))
         return r
 
     def mask_words(self, cid: int) -> np.ndarray:
@@ -406,52 +428,117 @@ class Constraint:
         self._masks[cid] = words
 
     def shortest(self, cid: int) -> int | None:
-        """Bytes in the shortest completion from ``cid`` (an upper bound on the tokens it needs)."""
+        """Bytes in the shortest completion from ``cid`` (None if there is none)."""
         return self._system.shortest(cid)
 
+    def shortest_tokens(self, cid: int) -> int | None:
+        """Tokens of this vocabulary in the shortest completion from ``cid`` that budget masks
+        count (None if there is none): a canonical shortest byte completion spelled in the
+        fewest tokens (token_budget.py), which a model can always write. For a grammar with token
+        atoms, the bytes (the figures its budget masks keep, atoms counted as no byte)."""
+        if self._atom_ids:
+            return self._system.shortest(cid)
+        with self._lock:
+            return self._counter().tokens(cid)
+
+    def _counter(self) -> TokenCounter:
+        counter = self._token_counter
+        if counter is None:
+            vocab = self.vocab
+            usable = np.zeros(max(self._trie.n_tokens, vocab.n_tokens), dtype=bool)
+            usable[: min(self._width, usable.size)] = True
+            usable[[e for e in vocab.eos_token_ids if e < usable.size]] = False
+            counter = self._token_counter = TokenCounter(
+                self._system,
+                self._table.step,
+                self._trie,
+                usable,
+                max_cached=self.limits.max_cached_masks,
+                tuning=DEFAULT_TOKEN_BUDGET_TUNING,
+            )
+        return counter
+
     def _after(self, cid: int) -> tuple[np.ndarray, np.ndarray]:
-        """Allowed token ids of ``cid`` and, for each, the bytes its shortest completion needs."""
+        """Allowed token ids of ``cid`` and, for each, the tokens its shortest completion needs
+        (:meth:`shortest_tokens` of the configuration after it; the bytes where the grammar has
+        token atoms)."""
+        r = self._token_after.get(cid)
+        if r is not None:
+            return r
+        with self._lock:
+            return self._compute_token_after(cid)
+
+    @deep_recursion
+    def _compute_token_after(self, cid: int) -> tuple[np.ndarray, np.ndarray]:
+        r = self._token_after.get(cid)
+        if r is None:
+            ids, need, ends, slack = self._figures(cid)
+            if not self._atom_ids:
+                # counts in tokens need each token's own end: the configuration inside the character
+                ends = multibyte_ends(ids, ends, slack, self.vocab.token_bytes, self._step_bytes)
+                uniq, inverse = unique_inverse(ends)
+                counter = self._counter()
+                short = np.asarray([_or_big(counter.tokens(int(u))) for u in uniq], dtype=np.int64)
+                need = short[inverse] if ids.size else np.zeros(0, dtype=np.int64)
+            r = (ids, need)
+            if len(self._token_after) >= self.limits.max_cached_masks:
+                self._token_after.pop(next(iter(self._token_after)))
+            self._token_after[cid] = r
+        return r
+
+    def _figures(self, cid: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Allowed token ids of ``cid``, for each the bytes its shortest completion needs, and
+        (where the grammar has no token atoms) the configuration the walk reported after it and
+        the bytes its last character lacks there (``TransitionTable.walk_ends``). The
+        configuration may be one the engine treats as equal for budgets (a count twin's, the
+        unbounded repetition's of a counted string): its shortest completions, and so its count
+        in tokens, are the same."""
         r = self._after_cache.get(cid)
         if r is not None:
             return r
         with self._lock:
-            return self._compute_after(cid)
+            return self._compute_figures(cid)
 
     @deep_recursion
-    def _compute_after(self, cid: int) -> tuple[np.ndarray, np.ndarray]:
+    def _compute_figures(self, cid: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         r = self._after_cache.get(cid)
         if r is None:
             twin = self._budget_clamp.config(cid)
-            r = self._compute_after(twin) if twin != cid else self._walk_after(cid)
+            r = self._compute_figures(twin) if twin != cid else self._walk_figures(cid)
             if len(self._after_cache) >= self.limits.max_cached_masks:
                 self._after_cache.pop(next(iter(self._after_cache)))
             self._after_cache[cid] = r
         return r
 
-    def _walk_after(self, cid: int) -> tuple[np.ndarray, np.ndarray]:
-        """:meth:`_after` computed by a walk from ``cid`` itself. A twin whose upper counts are
-        clamped has the same tokens and the same shortest completion after each of them
+    def _walk_figures(self, cid: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`_figures` computed by a walk from ``cid`` itself. A twin whose upper counts are
+        clamped has the same tokens and the same shortest completions after each of them
         (count_clamp.py), so the caller asks for the twin's instead where there is one."""
-        counted = self._counted_after(cid)
+        counted = self._counted_figures(cid)
         if counted is not None:
             return counted
         ids, ends, slack = self._table.walk_ends(cid, self._trie)
+        # a token ending inside a character is reported with the loop configuration, up to 3
+        # bytes short: its bytes are the loop's plus those
         uniq, inverse = unique_inverse(ends)
         short = np.asarray([self._shortest_or_big(int(u)) for u in uniq], dtype=np.int64)
         need = short[inverse] + slack if ids.size else np.zeros(0, dtype=np.int64)
-        extra_ids, extra_need = [], []
-        for k, (aids, negated) in enumerate(self._atom_ids):
-            nxt = self._atom_step(cid, k)
-            if nxt != DEAD and not negated:
-                extra_ids.append(aids)
-                extra_need.append(np.full(aids.size, self._shortest_or_big(nxt)))
-        if extra_ids:
-            ids = np.concatenate([ids.astype(np.int64)] + extra_ids)
-            need = np.concatenate([need] + extra_need)
-        return (ids.astype(np.int64), need)
+        if self._atom_ids:
+            extra_ids, extra_need = [], []
+            for k, (aids, negated) in enumerate(self._atom_ids):
+                nxt = self._atom_step(cid, k)
+                if nxt != DEAD and not negated:
+                    extra_ids.append(aids)
+                    extra_need.append(np.full(aids.size, self._shortest_or_big(nxt)))
+            if extra_ids:
+                ids = np.concatenate([ids.astype(np.int64)] + extra_ids)
+                need = np.concatenate([need] + extra_need)
+            empty = np.zeros(0, dtype=np.int64)
+            return ids.astype(np.int64), need, empty, empty
+        return ids.astype(np.int64), need, ends, slack
 
-    def _counted_after(self, cid: int) -> tuple[np.ndarray, np.ndarray] | None:
-        """:meth:`_after` inside a counted repetition with no units still required (a string
+    def _counted_figures(self, cid: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+        """:meth:`_figures` inside a counted repetition with no units still required (a string
         under ``maxLength``): every token's shortest completion is the one it has in the
         unbounded repetition (the repetition may stop at once either way), so the figures are the
         unbounded configuration's, restricted to the tokens this count allows (its mask). Each
@@ -465,34 +552,60 @@ class Constraint:
             # or the base is a head over the hole (a last unit's), whose completions are not
             # the document's
             return None
-        ids, need = self._after(base)
+        ids, need, ends, slack = self._figures(base)
         allowed = unpack(self.mask_words(cid), self._width)
         keep = allowed[ids]
-        return ids[keep], need[keep]
+        return ids[keep], need[keep], ends[keep], slack[keep]
 
     def _shortest_or_big(self, cid: int) -> int:
-        v = self._system.shortest(cid)
-        return 1 << 40 if v is None else v
+        return _or_big(self._system.shortest(cid))
 
     def mask_words_within(self, cid: int, budget: int) -> np.ndarray:
         """The mask of ``cid`` keeping only tokens after which the grammar can still close within
-        ``budget`` tokens in all (the token itself and the final end-of-sequence included).
-        While no token can need that many, it is the plain mask (budget_bound.py)."""
-        if not self._atom_ids and self._bounded(cid, budget):
+        ``budget`` tokens in all (the token itself and the final end-of-sequence included),
+        counted in tokens of this vocabulary (:meth:`shortest_tokens`; bytes for a grammar with
+        token atoms). A model that follows these masks always ends validly: each allowed token
+        leaves a canonical completion whose first token is allowed at the next budget
+        (token_budget.py).
+
+        Where every byte is a token, a completion's bytes bound its tokens, so while the budget
+        is plentiful in bytes it is the plain mask, found without counting tokens: by the bound
+        on every configuration's completion (budget_bound.py), or by this configuration's
+        largest byte figure. Tokens are counted only once the budget is tight in bytes."""
+        bytes_bound = bool(self._atom_ids) or self._bytes_bound_tokens()
+        if not self._atom_ids and bytes_bound and self._bounded(cid, budget):
             return self.mask_words(cid)
-        ids, need = self._after(cid)
-        top = self._top_need.get(cid)
-        if top is None:
-            top = int(need.max(initial=-1))
-            if len(self._top_need) >= self.limits.max_cached_masks:
-                self._top_need.pop(next(iter(self._top_need)), None)
-            self._top_need[cid] = top
-        if top <= budget - 2 and not self._atom_ids:
-            return self.mask_words(cid)  # every token fits: the cached plain mask, not a new pack
+        if bytes_bound:
+            ids, need, _, _ = self._figures(cid)
+            top = self._largest(self._top_need, cid, need)
+            if top <= budget - 2 and not self._atom_ids:
+                return self.mask_words(cid)  # every token fits: the cached plain mask, not a new pack
+        if not self._atom_ids:
+            ids, need = self._after(cid)
+            if self._largest(self._top_tokens, cid, need) <= budget - 2:
+                return self.mask_words(cid)
         keep = ids[need <= budget - 2]
         if budget >= 1 and self._system.accepting(cid) and len(self._eos):
             keep = np.concatenate([keep, self._eos])
         return pack_ids(keep, self._width)
+
+    def _largest(self, memo: dict[int, int], cid: int, need: np.ndarray) -> int:
+        """The largest figure of ``cid`` (-1 where no token is allowed), remembered in ``memo``."""
+        top = memo.get(cid)
+        if top is None:
+            top = int(need.max(initial=-1))
+            if len(memo) >= self.limits.max_cached_masks:
+                memo.pop(next(iter(memo)), None)
+            memo[cid] = top
+        return top
+
+    def _bytes_bound_tokens(self) -> bool:
+        """Whether a completion's bytes bound its tokens (``TokenCounter.bytes_bound_tokens``)."""
+        bound = self._bytes_bound
+        if bound is None:
+            with self._lock:
+                bound = self._bytes_bound = self._counter().bytes_bound_tokens
+        return bound
 
     def _bounded(self, cid: int, budget: int) -> bool:
         if self._bound.known(cid):
@@ -704,20 +817,60 @@ class Constraint:
 
     # -- saving ---------------------------------------------------------------------------------
 
-    def save(self) -> bytes:
-        """A versioned, pickle-free blob of this constraint and everything computed so far."""
+    def save(self, *, key: bytes | None = None) -> bytes:
+        """A versioned, pickle-free blob of this constraint and everything computed so far.
+
+        Safe while other threads compute masks: the snapshot is taken under the lock every
+        computation holds. With ``key``, the blob is sealed with HMAC-SHA256 under that key
+        (``load`` then needs the same key); without, with a plain SHA-256 digest, which finds
+        corruption but not a deliberate forgery."""
         from .artifact import save_constraint
 
-        return save_constraint(self)
+        return save_constraint(self, key=key)
 
     @classmethod
-    def load(cls, blob: bytes, vocab: Vocab) -> Constraint:
-        """A constraint saved with :meth:`save`; refuses a different vocabulary."""
+    def load(
+        cls,
+        blob: bytes,
+        vocab: Vocab,
+        *,
+        limits: EngineLimits = DEFAULT_ENGINE_LIMITS,
+        key: bytes | None = None,
+    ) -> Constraint:
+        """A constraint saved with :meth:`save`, under the caller's ``limits`` (the blob's own
+        are not read). Raises VocabError for another vocabulary, ConstraintError for a blob that
+        is malformed or fails its digest, LimitError for one past ``limits``."""
         from .artifact import load_constraint
 
-        return load_constraint(blob, vocab)
+        return load_constraint(blob, vocab, limits=limits, key=key)
 
     # -- statistics -----------------------------------------------------------------------------
+
+    def memory_bytes(self) -> int:
+        """Estimated bytes this constraint holds: its transition table and cached masks as
+        allocated, and its interned parse state (configurations, stacks, terms, with what is
+        remembered about each) at a cost per item measured with tracemalloc (``MEMORY_PER_*``).
+        Counted from sizes alone, so cheap enough to check after every step."""
+        system = self._system
+        return (
+            self._table.rows.nbytes
+            + (len(self._masks) + len(self._counted_words) + len(self._relative)) * self._words * 4
+            + len(system.configs) * MEMORY_PER_CONFIG
+            + len(system.stack_top) * MEMORY_PER_STACK
+            + len(self._machines.store) * MEMORY_PER_TERM
+        )
+
+    def _check_memory(self) -> None:
+        """LimitError past ``limits.max_memory_bytes``; looked at only when configurations were
+        added since the last look (what grows without them, masks, is bounded by a count)."""
+        n = len(self._system.configs)
+        if n == self._memory_checked_at:
+            return
+        limit = self.limits.max_memory_bytes
+        held = self.memory_bytes()
+        if held > limit:
+            raise LimitError(f"the constraint holds about {held} bytes", limit="max_memory_bytes", value=limit)
+        self._memory_checked_at = n  # within the bound: not looked at again until it grows
 
     def stats(self) -> dict[str, int]:
         return {
@@ -769,23 +922,36 @@ class State:
         only tokens after which the grammar can still be closed within the budget are allowed,
         so that generation always ends with a complete sentence.
         """
-        if self._terminated[-1]:
-            return np.zeros(self._c._words, dtype=np.int32)
         if budget is not None:
+            if type(budget) is not int:
+                budget = _integer(budget, "the token budget")
             if budget < 1:
                 raise ConstraintError("the token budget must be at least 1 (the end-of-sequence token)")
-            return self._c.mask_words_within(self.config, budget)
-        return self._c.mask_words(self.config)
+        if self._terminated[-1]:
+            return np.zeros(self._c._words, dtype=np.int32)
+        words = (
+            self._c.mask_words_within(self.config, budget) if budget is not None else self._c.mask_words(self.config)
+        )
+        self._c._check_memory()
+        return words
 
     def mask(self, budget: int | None = None) -> np.ndarray:
         """A fresh bool array of the model's logit width: True where the token is allowed."""
         return unpack(self.mask_words(budget), self._c._width)
 
     def shortest_completion(self) -> int | None:
-        """Bytes in the shortest way to finish the sentence from here (None if there is none).
+        """Tokens of this vocabulary needed to finish the sentence from here, the end-of-sequence
+        token not counted (None if it cannot be finished): what budget masks count, so a budget
+        of this plus one (:meth:`mask_words`) always closes. It is the fewest tokens spelling a
+        canonical shortest byte completion (token_budget.py): at most
+        :meth:`shortest_completion_bytes` where every byte is a token, at least the true fewest.
+        For a grammar with token atoms it is the bytes (atoms counted as none)."""
+        if self._terminated[-1]:
+            return 0
+        return self._c.shortest_tokens(self.config)
 
-        Every byte has a single-byte token in byte-level and byte-fallback vocabularies, so this
-        bounds the tokens needed."""
+    def shortest_completion_bytes(self) -> int | None:
+        """Bytes in the shortest way to finish the sentence from here (None if there is none)."""
         if self._terminated[-1]:
             return 0
         return self._c.shortest(self.config)
@@ -794,16 +960,42 @@ class State:
         return np.flatnonzero(self.mask())
 
     def fill_bitmask(self, out: np.ndarray, row: int = 0, budget: int | None = None) -> None:
-        """Write the packed mask into ``out[row]`` (``out`` is int32, ``(batch, words)`` or ``(words,)``)."""
+        """Write the packed mask into ``out[row]``: ``out`` is a writable int32 or uint32 array,
+        ``(batch, words)`` or ``(words,)`` (then ``row`` is 0), with at least this vocabulary's
+        words per row. The whole row is written: words past this vocabulary's width (a batch
+        sized for a wider model) are set to 0, so no id beyond it stays allowed."""
+        _check_bitmask(out)
+        if type(row) is not int:
+            row = _integer(row, "bitmask row")
         n = self._c._words
-        if out.shape[-1] < n:
-            raise ConstraintError(f"bitmask row has {out.shape[-1]} words, {n} needed")
-        if out.ndim == 1:
-            out[:n] = self.mask_words(budget)
-        else:
-            out[row, :n] = self.mask_words(budget)
+        shape = out.shape
+        if shape[-1] < n:
+            raise ConstraintError(f"bitmask row has {shape[-1]} words, {n} needed")
+        if len(shape) == 1:
+            if row != 0:
+                raise ConstraintError(f"row {row} of a one-dimensional bitmask (only row 0 exists)")
+        elif not 0 <= row < shape[0]:
+            raise ConstraintError(f"row {row} is outside a bitmask of {shape[0]} rows")
+        words = self.mask_words(budget)
+        if out.dtype is not _INT32:
+            words = words.view(np.uint32)
+        try:
+            if len(shape) == 1:
+                out[:n] = words
+                if shape[0] > n:
+                    out[n:] = 0
+            else:
+                out[row, :n] = words
+                if shape[1] > n:
+                    out[row, n:] = 0
+        except ValueError:
+            # numpy refuses a read-only destination: found here, not by a flags lookup per call
+            if not out.flags.writeable:
+                raise ConstraintError("the bitmask array is read-only") from None
+            raise
 
     def is_allowed(self, token_id: int) -> bool:
+        token_id = _integer(token_id, "token id")
         self._check_id(token_id)
         w = self.mask_words()
         return bool((int(w[token_id >> 5]) >> (token_id & 31)) & 1)
@@ -813,8 +1005,9 @@ class State:
             raise ConstraintError(f"token id {token_id} is out of range (logit width {self._c._width})")
 
     def commit_token(self, token_id: int) -> bool:
-        """Advance by one token. Returns False, leaving the state unchanged, if it is not allowed."""
-        token_id = int(token_id)
+        """Advance by one token. Returns False, leaving the state unchanged, if it is not allowed.
+        ``token_id`` must be an integer (``operator.index``; not a float, a string or a bool)."""
+        token_id = _integer(token_id, "token id")
         if not self.is_allowed(token_id):
             return False
         if token_id in self._c._eos_set and self._c.accepting(self.config):
@@ -824,12 +1017,15 @@ class State:
         nxt = self._c.commit(self.config, token_id)
         if nxt == DEAD:  # pragma: no cover - the mask said it was allowed
             return False
+        self._c._check_memory()  # before the state moves: a refused step leaves it where it was
         self._history.append(nxt)
         self._terminated.append(False)
         return True
 
     def commit_tokens(self, token_ids: Iterable[int]) -> bool:
         """Commit tokens in order; on the first disallowed one, undo them all and return False."""
+        if isinstance(token_ids, (str, bytes)) or not isinstance(token_ids, Iterable):
+            raise ConstraintError(f"commit_tokens takes an iterable of token ids, not {type(token_ids).__name__}")
         done = 0
         for t in token_ids:
             if not self.commit_token(t):
@@ -840,6 +1036,7 @@ class State:
 
     def rollback(self, n: int = 1) -> None:
         """Undo the last ``n`` committed tokens."""
+        n = _integer(n, "rollback count")
         if n < 0 or n > self.num_tokens:
             raise ConstraintError(f"cannot roll back {n} tokens; {self.num_tokens} committed")
         if n:
@@ -852,6 +1049,7 @@ class State:
 
     def forced_bytes(self, limit: int = 256) -> bytes:
         """Bytes every valid continuation starts with (empty where there is a choice)."""
+        limit = _integer(limit, "forced bytes limit")
         c = self._c
         out = bytearray()
         cid = self.config
@@ -883,6 +1081,11 @@ class State:
                 break
             tokens.pop()
         return tokens
+
+
+def _or_big(v: int | None) -> int:
+    """A figure for the budget masks: None (no completion) as a need no budget meets."""
+    return 1 << 40 if v is None else v
 
 
 def _greedy_tokenize(c: Constraint, data: bytes) -> list[int]:
@@ -924,9 +1127,51 @@ def _some_token_extends(c: Constraint, suffix: bytes) -> bool:
     return False
 
 
+#: the two word dtypes a bitmask may have (native byte order: ``>i4`` is neither); numpy hands
+#: out these very objects for ordinary arrays, so an identity test settles the common case
+_INT32, _UINT32 = np.dtype(np.int32), np.dtype(np.uint32)
+
+
+def _integer(value: object, what: str) -> int:
+    """``value`` as an int by ``operator.index`` (as ``Vocab.token_bytes`` reads ids): a float,
+    a string or a bool is a caller's mistake that ``int()`` would turn into a valid-looking id."""
+    if isinstance(value, (bool, np.bool_)):
+        raise ConstraintError(f"{what} must be an integer, not a bool ({value!r})")
+    try:
+        return operator.index(value)  # type: ignore[arg-type]
+    except TypeError:
+        shown = repr(value)
+        shown = shown if len(shown) <= 60 else shown[:57] + "..."
+        raise ConstraintError(f"{what} must be an integer, not {type(value).__name__} {shown}") from None
+
+
+def _check_bitmask(out: object) -> None:
+    """Refuse a bitmask buffer the packed words cannot be written into as they are: not a numpy
+    array of native int32 or uint32 words with one or two dimensions (another width would cast
+    the words, and a consumer reading it as int32 would read other bits). A read-only buffer is
+    refused where it is written."""
+    if not isinstance(out, np.ndarray):
+        raise ConstraintError(f"a bitmask must be a numpy array, not {type(out).__name__}")
+    dt = out.dtype
+    if dt is not _INT32 and dt is not _UINT32 and dt != _INT32 and dt != _UINT32:
+        raise ConstraintError(f"a bitmask must be native int32 or uint32, not {out.dtype}")
+    if out.ndim not in (1, 2):
+        raise ConstraintError(f"a bitmask must have 1 or 2 dimensions, not {out.ndim}")
+
+
 def fill_bitmasks(states: Sequence[State], out: np.ndarray, budgets: Sequence[int | None] | None = None) -> None:
-    """Fill row ``i`` of ``out`` with the mask of ``states[i]`` (a batch of requests)."""
+    """Fill row ``i`` of ``out`` with the mask of ``states[i]`` (a batch of requests); each row
+    is written whole (see :meth:`State.fill_bitmask`), rows past ``len(states)`` are left alone."""
+    if not isinstance(states, Sequence):
+        raise ConstraintError(f"fill_bitmasks takes a sequence of states, not {type(states).__name__}")
+    _check_bitmask(out)
+    if not out.flags.writeable:
+        raise ConstraintError("the bitmask array is read-only")
     if out.ndim != 2 or out.shape[0] < len(states):
         raise ConstraintError(f"bitmask array of shape {out.shape} cannot hold {len(states)} rows")
+    if budgets is not None and (not isinstance(budgets, Sequence) or len(budgets) != len(states)):
+        raise ConstraintError(f"budgets must be a sequence of one budget (or None) per state, not {budgets!r:.60}")
     for i, st in enumerate(states):
+        if not isinstance(st, State):
+            raise ConstraintError(f"states[{i}] is a {type(st).__name__}, not a State")
         st.fill_bitmask(out, i, None if budgets is None else budgets[i])

@@ -1,13 +1,20 @@
-"""Bounds on the mask engine's work, each with a default that ordinary grammars never reach."""
+"""Bounds on the mask engine's work, each with a default that ordinary grammars never reach.
+
+The fields are validated when the limits are built (``structgen.limits.check_limit_fields``): each
+must be an int of at least 1 (``aot_max_configs`` may be 0), or a ``LimitError`` names the field.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..limits import check_limit_fields
+
 
 @dataclass(frozen=True)
 class EngineLimits:
-    """Limits of :meth:`structgen.Constraint.compile`; exceeding one raises LimitError naming it."""
+    """Limits of :meth:`structgen.Constraint.compile` and :meth:`structgen.Constraint.load`;
+    exceeding one raises LimitError naming it."""
 
     #: Parse configurations (automaton states) one constraint may create.
     max_configs: int = 2_000_000
@@ -15,8 +22,15 @@ class EngineLimits:
     max_stacks_per_config: int = 4096
     #: Masks kept per constraint (16 KB each for a 128k vocabulary); the oldest are dropped.
     max_cached_masks: int = 8192
-    #: Configurations explored and masked up front by ``mode="aot"``.
+    #: Configurations explored and masked up front by ``mode="aot"`` (0: only the start's mask).
     aot_max_configs: int = 2000
+    #: Estimated bytes one constraint may hold (its tables, interned parse state and cached
+    #: masks; see ``Constraint.memory_bytes``), and the largest saved constraint ``load`` reads.
+    #: 4 GiB: a 24 GB machine holds a few constraints at the bound beside a model's runtime.
+    max_memory_bytes: int = 4 * 1024**3
+
+    def __post_init__(self) -> None:
+        check_limit_fields(self, {"aot_max_configs": 0})
 
 
 DEFAULT_ENGINE_LIMITS = EngineLimits()

@@ -215,6 +215,23 @@ class Grammar:
         return parse_glrm(text, limits=limits)
 
     @classmethod
+    def from_lark(
+        cls,
+        text: str,
+        *,
+        limits: GrammarLimits = DEFAULT_GRAMMAR_LIMITS,
+        special_tokens: Lit["extern", "vocabulary"] = "extern",
+    ) -> Grammar:
+        """Read Lark grammar text in the dialect glrmask 0.5.0 reads (see ``docs/grammars-lark.md``).
+
+        ``special_tokens="extern"`` makes ``<|name|>`` an ``extern token`` slot to :meth:`bind`, as
+        glrmask does; ``"vocabulary"`` makes it the token with that text in the vocabulary.
+        """
+        from .lark import parse_lark
+
+        return parse_lark(text, limits=limits, special_tokens=special_tokens)
+
+    @classmethod
     def from_regex(cls, pattern: str, *, flavor: str = "ecma", search: bool | None = None, flags: str = "") -> Grammar:
         """A grammar for a regular expression (see ``docs/regex.md``).
 

@@ -11,7 +11,7 @@ All passes walk the tree with explicit stacks: a deeply nested pattern costs no 
 
 from __future__ import annotations
 
-from ..errors import RegexError
+from ..errors import GrammarError, RegexError
 from ..limits import DEFAULT_GRAMMAR_LIMITS, GrammarLimits
 from . import ir
 from .regex_ast import (
@@ -53,6 +53,8 @@ def regex_to_node(
     Raises :class:`~structgen.errors.RegexError` for a construct that is refused or malformed and
     :class:`~structgen.errors.LimitError` for counts or nesting past ``limits``.
     """
+    if search is not None and not isinstance(search, bool):
+        raise GrammarError(f"search must be True, False or None, not {type(search).__name__}")
     tree = parse_regex(pattern, flavor=flavor, flags=flags, limits=limits)
     if flavor != "ecma":
         return _lower(tree)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ..errors import LimitError, RegexError
+from ..errors import GrammarError, LimitError, RegexError
 from ..limits import DEFAULT_GRAMMAR_LIMITS, GrammarLimits
 from . import regex_unicode as uni
 from .ir import MAX_CODEPOINT, Ranges
@@ -81,10 +81,12 @@ def parse_regex(
     limits: GrammarLimits = DEFAULT_GRAMMAR_LIMITS,
 ) -> RegexNode:
     """The syntax tree of ``pattern`` in ``flavor`` (see the module docstring), or a RegexError."""
-    if flavor not in FLAVORS:
-        raise ValueError(f"unknown regex flavor {flavor!r}; expected one of {', '.join(FLAVORS)}")
     if not isinstance(pattern, str):
-        raise TypeError("a regex pattern must be str")
+        raise GrammarError(f"a regex pattern must be str, not {type(pattern).__name__}")
+    if not isinstance(flavor, str) or flavor not in FLAVORS:
+        raise RegexError(f"unknown regex flavor {flavor!r}; expected one of {', '.join(FLAVORS)}", pattern=pattern)
+    if not isinstance(flags, str):
+        raise RegexError(f"regex flags must be a str, not {type(flags).__name__}", pattern=pattern)
     size = len(pattern.encode("utf-8", "surrogatepass")) if len(pattern) <= limits.max_source_bytes else len(pattern)
     if size > limits.max_source_bytes:
         raise LimitError(

@@ -1,14 +1,17 @@
-"""Model runtimes: the protocol :func:`structgen.generate` drives, and adapters for real runtimes.
+"""Model runtimes: the protocol the front end drives, and adapters for real runtimes.
 
 * :mod:`.protocol` - :class:`Runtime` (any runtime that gives logits for a prefix), the
-  :class:`PrefixLogitsRuntime` helper, and :func:`as_runtime`;
+  :class:`PrefixLogitsRuntime` helper, :func:`as_runtime`, the adapter registry and the per-runtime
+  lock;
 * :mod:`.llama_cpp` - llama-cpp-python (``llama_cpp.Llama``), plus a ``logits_processor``;
-* :mod:`.transformers` - a ``transformers`` model and tokenizer, plus a ``LogitsProcessor``;
-* :mod:`.chat` - chat messages and the template-free transcript.
+* :mod:`.transformers` - a ``transformers`` model and tokenizer, plus a ``LogitsProcessor``.
 
-The adapters import their runtime only when used.
+Each adapter registers itself with the protocol when this package is imported; the runtime
+libraries themselves (llama_cpp, torch) are imported only when an adapter is built.
 """
 
-from .protocol import PrefixLogitsRuntime, Runtime, as_runtime, greedy_encode
+from . import llama_cpp as llama_cpp
+from . import transformers as transformers
+from .protocol import PrefixLogitsRuntime, Runtime, as_runtime, greedy_encode, register_adapter, runtime_lock
 
-__all__ = ["PrefixLogitsRuntime", "Runtime", "as_runtime", "greedy_encode"]
+__all__ = ["PrefixLogitsRuntime", "Runtime", "as_runtime", "greedy_encode", "register_adapter", "runtime_lock"]

@@ -19,12 +19,17 @@ serves one completion. llama-cpp-python's own code calls that hook fragile, so p
 from __future__ import annotations
 
 import ctypes
+import threading
 from typing import Any, Sequence
 
 import numpy as np
 
+from ..decoding import Decoding, Segment
 from ..errors import StructgenError, VocabError
-from .chat import check_messages, check_text, is_chat, plain_transcript
+from ..output_types import resolve_output
+from ..prompts import ChatTemplate, check_messages, check_text, is_chat, plain_transcript
+from ..vocab import Vocab
+from .protocol import as_runtime, register_adapter
 
 #: Token ids sampled when checking that a given vocabulary matches the model's.
 _PROBE_TOKENS = 97
@@ -43,8 +48,6 @@ class LlamaCppRuntime:
     def __init__(self, llm: Any, *, vocab: Any = None, reuse_prefix: bool = True) -> None:
         import llama_cpp
 
-        from ..vocab import Vocab
-
         if getattr(llm, "model", None) is None or not hasattr(llm, "eval"):
             raise StructgenError("LlamaCppRuntime needs a loaded llama_cpp.Llama")
         self.llm = llm
@@ -56,8 +59,10 @@ class LlamaCppRuntime:
             check_llama_vocab(llm, vocab)
         self._vocab = vocab
         self.reuse_prefix = reuse_prefix
-        self._formatter: Any = None
-        self._formatter_ready = False
+        #: held for the whole of a generation: one llama.cpp context holds one sequence
+        self.lock = threading.RLock()
+        self._template: ChatTemplate | None = None
+        self._template_ready = False
 
     @property
     def vocab(self) -> Any:
@@ -69,38 +74,46 @@ class LlamaCppRuntime:
 
     # -- prompts ------------------------------------------------------------------------------
 
+    @property
+    def chat_template(self) -> str | None:
+        """The GGUF's ``tokenizer.chat_template``, or None."""
+        template = (getattr(self.llm, "metadata", None) or {}).get("tokenizer.chat_template")
+        return template or None
+
+    @property
+    def template_tokens(self) -> dict[str, str]:
+        return {"bos_token": self._bos_text(), "eos_token": self._token_text(self.llm.token_eos())}
+
     def encode_prompt(self, prompt: Any) -> list[int]:
         if is_chat(prompt):
             text, templated = self.render_chat(check_messages(prompt))
-        else:
-            text, templated = check_text(prompt), False
-        data = text.encode("utf-8")
+            return self.encode_rendered(text) if templated else self._encode(text, templated=False)
+        return self._encode(check_text(prompt), templated=False)
+
+    def encode_rendered(self, text: str) -> list[int]:
+        """Ids of a prompt a chat template wrote: special tokens parsed, BOS added only where the
+        template did not write it."""
+        return self._encode(text, templated=True)
+
+    def _encode(self, text: str, *, templated: bool) -> list[int]:
         bos = self._bos_text()
-        # a template writes the BOS token itself where the model wants one
         add_bos = not (templated and bos and text.startswith(bos))
-        return list(self.llm.tokenize(data, add_bos=add_bos, special=templated))
+        return list(self.llm.tokenize(text.encode("utf-8"), add_bos=add_bos, special=templated))
 
     def render_chat(self, messages: list[dict[str, Any]]) -> tuple[str, bool]:
         """The prompt text for ``messages`` and whether the model's own template made it."""
-        formatter = self._chat_formatter()
-        if formatter is None:
+        template = self._chat_template()
+        if template is None:
             return plain_transcript(messages), False
-        try:
-            return formatter(messages=messages).prompt, True
-        except Exception as e:  # jinja2 errors, raise_exception() in templates
-            raise StructgenError(f"the model's chat template failed on these messages: {e}") from e
+        return template.render(messages), True
 
-    def _chat_formatter(self) -> Any:
-        if not self._formatter_ready:
-            self._formatter_ready = True
-            template = (getattr(self.llm, "metadata", None) or {}).get("tokenizer.chat_template")
-            if template:
-                from llama_cpp.llama_chat_format import Jinja2ChatFormatter
-
-                self._formatter = Jinja2ChatFormatter(
-                    template=template, eos_token=self._token_text(self.llm.token_eos()), bos_token=self._bos_text()
-                )
-        return self._formatter
+    def _chat_template(self) -> ChatTemplate | None:
+        if not self._template_ready:
+            source = self.chat_template
+            if source:
+                self._template = ChatTemplate(source, **self.template_tokens)
+            self._template_ready = True
+        return self._template
 
     def _bos_text(self) -> str:
         return self._token_text(self.llm.token_bos())
@@ -166,24 +179,24 @@ class LlamaCppLogitsProcessor:
 
     Called as ``processor(input_ids, scores)`` by ``create_completion``; the first call fixes
     where the prompt ends. ``max_tokens`` (the completion's own) turns on the token budget so the
-    output closes validly before it.
+    output closes validly before it. The step itself is :class:`~structgen.decoding.Decoding`,
+    the one every front end shares.
     """
 
     def __init__(self, vocab: Any, output_type: Any, *, max_tokens: int | None = None, **schema_options: Any) -> None:
-        from ..constraint_cache import constraint_for
-        from ..output_types import resolve_output
-
         self.vocab = vocab
         self.spec = resolve_output(output_type, schema_options)
-        self.state = constraint_for(self.spec.grammar, vocab).start()
         self.max_tokens = max_tokens
-        self._budget = max_tokens is not None
+        self.decoding = Decoding(
+            vocab, [Segment(self.spec.grammar, max_tokens or 1 << 30)], budget_masks=max_tokens is not None
+        )
         self._prompt_length: int | None = None
-        self._seen = 0
+
+    @property
+    def state(self) -> Any:
+        return self.decoding.state
 
     def __call__(self, input_ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
-        from ..engine.masks import unpack
-
         n = len(input_ids)
         if self._prompt_length is None:
             self._prompt_length = n
@@ -191,19 +204,14 @@ class LlamaCppLogitsProcessor:
             raise VocabError(
                 f"the model gives {scores.shape[-1]} logits but the vocabulary has a width of {self.vocab.logit_width}"
             )
-        for t in input_ids[self._prompt_length + self._seen : n]:
-            if not self.state.commit_token(int(t)):
-                raise StructgenError(f"token {int(t)} was generated against the constraint (was the mask applied?)")
-            self._seen += 1
-        if self._budget:
-            remaining = max(1, self.max_tokens - self._seen)  # type: ignore[operator]
-            words = self.state.mask_words(budget=remaining + 1)  # type: ignore[call-arg]
-        else:
-            words = self.state.mask_words()
-        allowed = unpack(words, scores.shape[-1])
-        if not allowed.any():
+        for t in input_ids[self._prompt_length + len(self.decoding.tokens) : n]:
+            self.decoding.commit(int(t))
+        allowed = self.decoding.allowed()
+        if allowed.ids.size == 0:
             return scores  # the constraint is finished; llama.cpp stops on its end token
-        scores[~allowed] = -np.inf
+        keep = np.zeros(scores.shape[-1], dtype=bool)
+        keep[allowed.ids] = True
+        scores[~keep] = -np.inf
         return scores
 
     def result(self, text: str) -> Any:
@@ -216,8 +224,12 @@ def logits_processor(
 ) -> LlamaCppLogitsProcessor:
     """A :class:`LlamaCppLogitsProcessor` for ``output_type``; the first argument is the
     ``llama_cpp.Llama`` (its vocabulary is read once and cached) or a :class:`~structgen.vocab.Vocab`."""
-    from ..vocab import Vocab
-    from .protocol import as_runtime
-
     vocab = llm_or_vocab if isinstance(llm_or_vocab, Vocab) else as_runtime(llm_or_vocab).vocab
     return LlamaCppLogitsProcessor(vocab, output_type, max_tokens=max_tokens, **schema_options)
+
+
+def _is_llama(obj: Any) -> bool:
+    return type(obj).__module__.startswith("llama_cpp") and hasattr(obj, "eval")
+
+
+register_adapter("llama_cpp", _is_llama, LlamaCppRuntime)

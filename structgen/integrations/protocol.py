@@ -14,6 +14,19 @@ then alternates between reading the logits for the next position and feeding the
 * ``overlaps_forward_pass`` - True when ``start`` and ``feed`` release the GIL, so that the next
   mask can be computed on the calling thread while they run on a worker thread.
 
+Optional, for chat prompts rendered by structgen (:func:`structgen.chat`): ``chat_template`` (the
+model's Jinja2 template source, or ``None``), ``template_tokens`` (``{"bos_token": ...,
+"eos_token": ...}`` as the template sees them) and ``encode_rendered(text)`` (ids of a prompt
+text a template wrote: special tokens parsed, no second BOS). A runtime without them gets its
+messages rendered by ``encode_prompt``.
+
+A runtime holds one sequence, so one generation at a time: :func:`runtime_lock` gives the lock
+every front end holds for the whole of a generation (the runtime's own ``lock`` attribute if it
+has one), so calls from several threads are serialised, never interleaved.
+
+Adapters register themselves with :func:`register_adapter` (a test on the user's object and a
+factory); this module imports none of them.
+
 :class:`PrefixLogitsRuntime` adapts the simplest possible runtime - a function from a token prefix
 to logits - and :func:`as_runtime` turns the objects users hold (``llama_cpp.Llama``, a
 ``(model, tokenizer)`` pair of ``transformers``, or a runtime) into a runtime.
@@ -21,6 +34,7 @@ to logits - and :func:`as_runtime` turns the objects users hold (``llama_cpp.Lla
 
 from __future__ import annotations
 
+import threading
 import weakref
 from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence, runtime_checkable
 
@@ -130,36 +144,59 @@ def _is_runtime(obj: Any) -> bool:
 
 # One adapter per model object: building the vocabulary takes a second or more.
 _ADAPTERS: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+# Adapter factories in registration order: (name, accepts(obj), build(obj)).
+_FACTORIES: list[tuple[str, Callable[[Any], bool], Callable[[Any], Any]]] = []
+_FACTORIES_LOCK = threading.Lock()
+# Locks of runtimes that bring none of their own, per runtime object.
+_LOCKS: weakref.WeakKeyDictionary[Any, threading.RLock] = weakref.WeakKeyDictionary()
+_LOCKS_BY_ID: dict[int, threading.RLock] = {}
+
+
+def register_adapter(name: str, accepts: Callable[[Any], bool], build: Callable[[Any], Any]) -> None:
+    """Teach :func:`as_runtime` a kind of model object: ``accepts(obj)`` tells whether ``build(obj)``
+    makes its runtime. Registering a name again replaces its entry."""
+    with _FACTORIES_LOCK:
+        _FACTORIES[:] = [f for f in _FACTORIES if f[0] != name]
+        _FACTORIES.append((name, accepts, build))
 
 
 def as_runtime(model: Any) -> Runtime:
-    """The runtime for ``model``: a :class:`Runtime` as is, a ``llama_cpp.Llama``, or a
-    ``(model, tokenizer)`` pair of ``transformers`` objects. Adapters are cached per model object."""
+    """The runtime for ``model``: a :class:`Runtime` as is, or what a registered adapter makes of
+    it (``llama_cpp.Llama``, a ``(model, tokenizer)`` pair of ``transformers``). Adapters are
+    cached per model object (per the first element of a pair)."""
     if _is_runtime(model):
         return model
-    if isinstance(model, tuple) and len(model) == 2:
-        hf_model, tokenizer = model
-        cached = _cached(hf_model)
-        if cached is not None and getattr(cached, "tokenizer", None) is tokenizer:
-            return cached
-        from .transformers import TransformersRuntime
-
-        runtime = TransformersRuntime(hf_model, tokenizer)
-        _remember(hf_model, runtime)
-        return runtime
-    if type(model).__module__.startswith("llama_cpp"):
-        cached = _cached(model)
-        if cached is not None:
-            return cached
-        from .llama_cpp import LlamaCppRuntime
-
-        runtime = LlamaCppRuntime(model)
-        _remember(model, runtime)
-        return runtime
+    key = model[0] if isinstance(model, tuple) and model else model
+    cached = _cached(key)
+    if cached is not None and (not isinstance(model, tuple) or getattr(cached, "tokenizer", None) is model[-1]):
+        return cached
+    with _FACTORIES_LOCK:
+        factories = list(_FACTORIES)
+    for _, accepts, build in factories:
+        if accepts(model):
+            runtime = build(model)
+            _remember(key, runtime)
+            return runtime
     raise StructgenError(
         f"cannot generate with a {type(model).__module__}.{type(model).__name__}: pass a llama_cpp.Llama, "
         "a (transformers model, tokenizer) pair, or an object implementing structgen.integrations.Runtime"
     )
+
+
+def runtime_lock(runtime: Any) -> threading.RLock:
+    """The lock that serialises generations on ``runtime`` (its ``lock`` attribute, or one kept
+    here per runtime object)."""
+    own = getattr(runtime, "lock", None)
+    if own is not None:
+        return own  # type: ignore[no-any-return]
+    with _FACTORIES_LOCK:
+        try:
+            lock = _LOCKS.get(runtime)
+            if lock is None:
+                lock = _LOCKS[runtime] = threading.RLock()
+        except TypeError:  # not weak-referenceable: kept by id for the process
+            lock = _LOCKS_BY_ID.setdefault(id(runtime), threading.RLock())
+    return lock
 
 
 def _cached(key: Any) -> Any:

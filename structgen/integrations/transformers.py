@@ -19,12 +19,17 @@ gguf_file=name)`` (needs ``accelerate`` and ``gguf``; set ``HF_HUB_OFFLINE=1``),
 
 from __future__ import annotations
 
+import threading
 from typing import Any, Sequence
 
 import numpy as np
 
+from ..decoding import Decoding, Segment
 from ..errors import StructgenError, VocabError
-from .chat import check_messages, check_text, is_chat, plain_transcript
+from ..output_types import resolve_output
+from ..prompts import ChatTemplate, check_messages, check_text, is_chat, plain_transcript
+from ..vocab import Vocab
+from .protocol import register_adapter
 
 #: Logit padding accepted past the tokenizer's last token (models round their output layer up).
 MAX_LOGIT_PADDING = 1024
@@ -47,8 +52,6 @@ def hf_vocab(
     """The :class:`~structgen.vocab.Vocab` of ``tokenizer`` for ``model`` (checked to belong
     together). End ids: ``eos_token_ids`` if given, else the tokenizer's and the model's
     ``generation_config``'s."""
-    from ..vocab import Vocab
-
     width = logit_width if logit_width is not None else (_logit_width(model) if model is not None else None)
     n_tokens = len(tokenizer)
     if width is not None:
@@ -100,6 +103,9 @@ class TransformersRuntime:
         self._device = next(model.parameters()).device
         self._cache: Any = None
         self._last: np.ndarray | None = None
+        #: held for the whole of a generation: the key/value cache holds one sequence
+        self.lock = threading.RLock()
+        self._template: ChatTemplate | None = None
 
     @property
     def vocab(self) -> Any:
@@ -112,17 +118,30 @@ class TransformersRuntime:
         n = n or getattr(getattr(config, "text_config", None), "max_position_embeddings", None)
         return int(n) if n else None
 
+    @property
+    def chat_template(self) -> str | None:
+        """The tokenizer's chat template, or None."""
+        template = getattr(self.tokenizer, "chat_template", None)
+        return template if isinstance(template, str) and template else None
+
+    @property
+    def template_tokens(self) -> dict[str, str]:
+        tok = self.tokenizer
+        return {"bos_token": getattr(tok, "bos_token", None) or "", "eos_token": getattr(tok, "eos_token", None) or ""}
+
     def encode_prompt(self, prompt: Any) -> list[int]:
         if is_chat(prompt):
             messages = check_messages(prompt)
-            if getattr(self.tokenizer, "chat_template", None):
-                try:
-                    text = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
-                except Exception as e:  # jinja2 errors, raise_exception() in templates
-                    raise StructgenError(f"the model's chat template failed on these messages: {e}") from e
-                return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+            if self.chat_template:
+                if self._template is None:
+                    self._template = ChatTemplate(self.chat_template, **self.template_tokens)
+                return self.encode_rendered(self._template.render(messages))
             prompt = plain_transcript(messages)
         return list(self.tokenizer(check_text(prompt), add_special_tokens=True)["input_ids"])
+
+    def encode_rendered(self, text: str) -> list[int]:
+        """Ids of a prompt a chat template wrote (it writes any special tokens it wants itself)."""
+        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
     def start(self, prompt_ids: Sequence[int]) -> None:
         self._cache = None
@@ -175,10 +194,6 @@ class StructgenLogitsProcessor:
         eos_token_ids: Sequence[int] | None = None,
         **schema_options: Any,
     ) -> None:
-        from ..constraint_cache import constraint_for
-        from ..output_types import resolve_output
-        from ..vocab import Vocab
-
         if isinstance(tokenizer_or_vocab, Vocab):
             self.vocab = tokenizer_or_vocab
         else:
@@ -190,52 +205,53 @@ class StructgenLogitsProcessor:
             self.vocab = hf_vocab(tokenizer_or_vocab, model, eos_token_ids=eos_token_ids)
         self._end_ids = np.asarray(self.vocab.eos_token_ids, dtype=np.int64)
         self.spec = resolve_output(output_type, schema_options)
-        self._constraint = constraint_for(self.spec.grammar, self.vocab)
         self.max_new_tokens = max_new_tokens
-        self._budget = max_new_tokens is not None
-        self._states: list[Any] = []
+        self._rows: list[Decoding] = []
+        self._seen: list[int] = []
         self._prompt_length: int | None = None
+
+    def _decoding(self) -> Decoding:
+        budget = self.max_new_tokens
+        return Decoding(self.vocab, [Segment(self.spec.grammar, budget or 1 << 30)], budget_masks=budget is not None)
 
     def __call__(self, input_ids: Any, scores: Any) -> Any:
         import torch
 
-        from ..engine.masks import unpack
-
         batch, n = input_ids.shape
         if self._prompt_length is None:
             self._prompt_length = n
-            self._states = [self._constraint.start() for _ in range(batch)]
+            self._rows = [self._decoding() for _ in range(batch)]
+            self._seen = [0] * batch
         if scores.shape[-1] < self.vocab.n_tokens:
             raise VocabError(
                 f"the model gives {scores.shape[-1]} logits but the vocabulary has {self.vocab.n_tokens} tokens"
             )
-        generated = n - self._prompt_length
         masks = np.ones((batch, scores.shape[-1]), dtype=bool)
-        for row, state in enumerate(self._states):
-            if state.num_tokens < generated:
-                new = input_ids[row, self._prompt_length + state.num_tokens :].tolist()
-                for t in new:
-                    if state.is_terminated():
-                        break
-                    if not state.commit_token(int(t)):
-                        raise StructgenError(
-                            f"token {int(t)} was generated against the constraint (was the mask applied?)"
-                        )
-            if state.is_terminated():
+        for row, dec in enumerate(self._rows):
+            new = input_ids[row, self._prompt_length + self._seen[row] :].tolist()
+            self._seen[row] += len(new)
+            for t in new:
+                if dec.ended:
+                    break  # generate pads a finished row with end tokens
+                dec.commit(int(t))
+            if dec.ended:
                 if self._end_ids.size:
                     masks[row] = False
                     masks[row, self._end_ids] = True
                 continue
-            if self._budget:
-                remaining = max(1, self.max_new_tokens - generated)  # type: ignore[operator]
-                words = state.mask_words(budget=remaining + 1)  # type: ignore[call-arg]
-            else:
-                words = state.mask_words()
-            allowed = unpack(words, scores.shape[-1])
-            if allowed.any():
-                masks[row] = allowed
+            allowed = dec.allowed()
+            if allowed.ids.size:
+                masks[row] = False
+                masks[row, allowed.ids[allowed.ids < scores.shape[-1]]] = True
         return scores.masked_fill(~torch.from_numpy(masks).to(scores.device), float("-inf"))
 
     def result(self, text: str) -> Any:
         """Validate generated text and return the value (as :func:`structgen.generate` would)."""
         return self.spec.parse(text)
+
+
+def _is_transformers_pair(obj: Any) -> bool:
+    return isinstance(obj, tuple) and len(obj) == 2 and hasattr(obj[0], "parameters") and hasattr(obj[1], "encode")
+
+
+register_adapter("transformers", _is_transformers_pair, lambda pair: TransformersRuntime(pair[0], pair[1]))
