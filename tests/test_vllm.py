@@ -377,9 +377,9 @@ def test_v2_a_resumed_request_catches_up_with_its_partial_output(v2):
 def test_v2_budget_closes_the_output_by_max_tokens(v2):
     processor, states = v2
     batch = V2Batch(processor, states)
-    # the engine's budget counts the shortest completion in bytes (51 for PERSON), a bound every
-    # byte-level vocabulary can meet; uniform random picks without the budget run on far longer
-    max_tokens = 64
+    # the shortest PERSON is 19 tokens of this vocabulary; uniform random picks without the budget
+    # run on far longer
+    max_tokens = 24
     batch.add(0, params(PERSON, max_tokens=max_tokens))
     rng = np.random.default_rng(11)
     ends = set(processor.vocab.eos_token_ids)
@@ -392,6 +392,18 @@ def test_v2_budget_closes_the_output_by_max_tokens(v2):
     text = decode(processor, batch.outputs[0])
     assert len(batch.outputs[0]) <= max_tokens
     assert parse_output(PERSON, text)["tags"] is not None
+
+
+def test_v2_a_budget_nothing_fits_in_constrains_without_closing(v2, caplog):
+    processor, states = v2
+    batch = V2Batch(processor, states)
+    with caplog.at_level("WARNING", logger="structgen.integrations.vllm"):
+        batch.add(0, params(PERSON, max_tokens=5))  # the shortest PERSON is 19 tokens
+    assert "no valid" in caplog.text and "may be cut" in caplog.text
+    logits, _ = batch.step([0])
+    allowed = torch.isfinite(logits[0]).nonzero().flatten().tolist()
+    brace = next(i for i in range(processor.vocab.n_tokens) if processor.vocab.token_bytes(i) == b"{")
+    assert brace in allowed and not set(allowed) & set(processor.vocab.eos_token_ids)
 
 
 # -- the V1 runner's interface ----------------------------------------------------------------

@@ -19,11 +19,11 @@ tool definitions: the output is one ``{"name": ..., "arguments": {...}}`` call),
 ``options`` (translator options, for ``json_schema`` and ``tools`` only). Any other key is
 refused: a constraint that is silently dropped is worse than an error.
 
-Per request (:class:`RequestDecoder`): one :class:`~structgen.engine.State`, caught up with the
-tokens vLLM committed before each step; the mask allows an end-of-sequence token exactly where the
-output can end and closes the output within ``max_tokens`` (the budget masks of
-:func:`structgen.generate`). Compiled constraints are shared across requests by (grammar,
-vocabulary) through :mod:`structgen.constraint_cache`.
+Per request (:class:`RequestDecoder`): one :class:`~structgen.decoding.Decoding` (the decoding
+step every structgen front end shares), caught up with the tokens vLLM committed before each step;
+the mask allows an end-of-sequence token exactly where the output can end and closes the output
+within ``max_tokens`` (the budget masks of :func:`structgen.generate`). Compiled constraints are
+shared across requests by (grammar, vocabulary) through :mod:`structgen.constraint_cache`.
 
 Bad input: :meth:`StructgenLogitsProcessor.validate_params` runs at admission and rejects malformed
 options, schemas that cannot be enforced, and sampling settings that would fight the mask
@@ -49,9 +49,9 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 
-from ..constraint_cache import constraint_for
-from ..engine.masks import words_for
-from ..errors import StructgenError
+from ..decoding import Decoding, Segment
+from ..engine.masks import pack_ids, words_for
+from ..errors import GenerationError, StructgenError
 from ..grammar import Grammar
 from ..output_types import OutputSpec, resolve_output
 from ..tools import ToolSet
@@ -72,7 +72,6 @@ if TYPE_CHECKING:
     from vllm.config import VllmConfig
     from vllm.sampling_params import SamplingParams
 
-    from ..engine import State
     from ..vocab import Vocab
 
 logger = logging.getLogger(__name__)
@@ -83,6 +82,8 @@ REQUEST_KEY = "structgen"
 OUTPUT_KINDS = ("json_schema", "regex", "gbnf", "glrm", "tools")
 #: Keys allowed next to the output kind.
 EXTRA_KEYS = {"options", "start", "final_answer"}
+#: A segment budget for requests without ``max_tokens`` (budget masks are off for them).
+UNBOUNDED = 2**31 - 1
 
 
 class StructgenRequestError(StructgenError, ValueError):
@@ -209,81 +210,95 @@ def check_sampling_params(params: SamplingParams) -> OutputSpec | None:
 
 
 class RequestDecoder:
-    """One request's constraint state inside the engine: caught up with the committed output,
-    it writes the packed mask of the next position (or of a draft position)."""
+    """One request's decoding inside the engine: a :class:`~structgen.decoding.Decoding` (the
+    shared decoding step: budget masks, end ids, refusal of tokens the mask forbids) caught up
+    with the output vLLM committed, writing the packed mask of the next position or of a draft
+    position into a bitmask row."""
 
-    __slots__ = ("state", "max_tokens", "end_ids", "error")
+    __slots__ = ("spec", "vocab", "max_tokens", "decoding", "error")
 
-    def __init__(self, state: State, max_tokens: int | None, end_ids: np.ndarray) -> None:
-        self.state = state
+    def __init__(self, spec: OutputSpec, vocab: Vocab, max_tokens: int | None) -> None:
+        self.spec = spec
+        self.vocab = vocab
         self.max_tokens = max_tokens
-        self.end_ids = end_ids
         #: Why the request was ended (None while it is healthy).
         self.error: str | None = None
+        self.decoding = self._fresh()
+
+    def _fresh(self) -> Decoding:
+        if self.max_tokens is None:
+            return Decoding(self.vocab, [Segment(self.spec.grammar, UNBOUNDED)], budget_masks=False)
+        segments = [Segment(self.spec.grammar, self.max_tokens)]
+        decoding = Decoding(self.vocab, segments, token_limit=self.max_tokens)
+        try:
+            decoding.check_fits()
+        except GenerationError as e:
+            # vLLM has admitted the request: rather than fail it, constrain without the budget
+            # (the output is valid as far as it goes, and may be cut at max_tokens)
+            logger.warning("structgen: %s; the output may be cut at max_tokens", e)
+            decoding = Decoding(self.vocab, segments, token_limit=self.max_tokens, budget_masks=False)
+        return decoding
 
     @property
     def num_tokens(self) -> int:
-        return self.state.num_tokens
+        """Output tokens committed (an end token is not counted: it ends the output)."""
+        return len(self.decoding.tokens)
 
     def sync(self, output_ids: Sequence[int], start: int = 0) -> None:
-        """Commit ``output_ids`` (the tokens from output position ``start`` on; the engine's
-        whole committed output when ``start`` is 0) that the state has not seen yet."""
-        have = self.state.num_tokens
+        """Commit ``output_ids`` (the output from position ``start`` on; the whole output when
+        ``start`` is 0) that the decoding has not seen yet."""
         if self.error is not None:
             return
-        end = start + len(output_ids)
-        if end < have:  # the engine dropped tokens (preemption, a reset): follow it back
-            self.state.rollback(have - end)
+        have = self.num_tokens
+        if start + len(output_ids) < have:  # the engine dropped tokens (preemption): start over
+            self.decoding = self._fresh()
             return
         for i in range(max(have, start) - start, len(output_ids)):
-            token = int(output_ids[i])
-            if self.state.is_terminated():
+            if self.decoding.ended:
                 return
-            if not self.state.commit_token(token):
-                self.error = (
-                    f"token {token} at output position {start + i} is not allowed by the structgen constraint "
-                    "(was another sampler or logits processor in charge?); the request is ended"
-                )
+            token = int(output_ids[i])
+            try:
+                self.decoding.commit(token)
+            except GenerationError as e:
+                self.error = f"token {token} at output position {start + i}: {e}; the request is ended"
                 logger.error("structgen: %s", self.error)
                 return
 
     def fill(self, out: np.ndarray, drafts: Sequence[int] = ()) -> None:
         """Write into ``out`` (one bitmask row) the mask after the committed tokens and ``drafts``."""
-        done = 0
-        if self.error is None:
-            for token in drafts:
-                if self.state.is_terminated() or not self.state.commit_token(int(token)):
-                    break  # the verifier rejects this draft: any mask will do for the rows after it
-                done += 1
-        try:
-            self._fill_here(out, done)
-        finally:
-            self.state.rollback(done)
-
-    def _fill_here(self, out: np.ndarray, drafts_done: int) -> None:
-        if self.error is not None or self.state.is_terminated():
+        if self.error is not None or self.decoding.ended:
             self._only_end(out)
             return
-        words = None
-        if self.max_tokens is not None:
-            # this position and those after it that the budget still pays for; the end token is
-            # free (vLLM stops at max_tokens), hence one more for the engine
-            remaining = max(1, self.max_tokens - self.state.num_tokens)
-            words = self.state.mask_words(budget=remaining + 1)
-            if not words.any():  # nothing closes in time: keep the output valid so far
-                words = None
+        if drafts:
+            words = self._draft_words(drafts)
+        else:
+            ids = self.decoding.allowed().ids
+            words = pack_ids(ids, self.vocab.logit_width) if ids.size else None
         if words is None:
-            words = self.state.mask_words()
-        if not words.any():
             self._only_end(out)
             return
         out[: words.size] = words
         out[words.size :] = 0
 
+    def _draft_words(self, drafts: Sequence[int]) -> np.ndarray | None:
+        """The mask after ``drafts`` (speculative rows): the drafts are committed to a fork of the
+        state, with the budget they leave; a draft the grammar refuses leaves the mask before it
+        (the verifier rejects that draft, and the rows after it are never used)."""
+        state = self.decoding.state.fork()
+        remaining = self.decoding.remaining()
+        for token in drafts:
+            if int(token) in self.decoding.end_ids or remaining <= 1 or not state.commit_token(int(token)):
+                break
+            remaining -= 1
+        # the engine's masks hold the end ids where the text is complete (the vocabulary's end ids
+        # are the decoding's: no stop ids are added here)
+        words = state.mask_words(budget=remaining + 1) if self.decoding.budget_masks else state.mask_words()
+        return words if words.any() else None
+
     def _only_end(self, out: np.ndarray) -> None:
         out[:] = 0
         bits = out.view(np.uint32)
-        for t in self.end_ids.tolist():
+        for t in sorted(self.decoding.end_ids):
             bits[t >> 5] |= np.uint32(1 << (t & 31))
 
 
@@ -314,7 +329,6 @@ class StructgenLogitsProcessor(V2LogitsProcessor, V1LogitsProcessor):
 
     def __init__(self, vllm_config: VllmConfig, *runner_args: Any) -> None:
         self.vocab = vocab_for(vllm_config)
-        self._end_ids = np.asarray(sorted(set(self.vocab.eos_token_ids)), dtype=np.int64)
         self._words = words_for(self.vocab.logit_width)
         if len(runner_args) == 1 and isinstance(runner_args[0], LogitsProcRequestState):
             self._req_states: LogitsProcRequestState | None = runner_args[0]
@@ -340,7 +354,7 @@ class StructgenLogitsProcessor(V2LogitsProcessor, V1LogitsProcessor):
         spec = check_sampling_params(params)
         if spec is None:
             return None
-        return RequestDecoder(constraint_for(spec.grammar, self.vocab).start(), params.max_tokens, self._end_ids)
+        return RequestDecoder(spec, self.vocab, params.max_tokens)
 
     def _mask(self, logits: torch.Tensor, bitmask: np.ndarray) -> torch.Tensor:
         words = torch.from_numpy(bitmask).to(logits.device)
