@@ -48,6 +48,7 @@ test: venv assets
 
 test-full: venv assets
 	STRUCTGEN_ASSETS=$(ASSETS) $(BIN)/python -m pytest -q
+	$(MAKE) test-vllm test-sglang
 
 # the 11,305 MaskBench schemas through the translator (long: marked slow, out of `make test`)
 maskbench: venv
