@@ -2,7 +2,8 @@
 
 * ``structgen compile SCHEMA [--format gbnf|glrm]`` prints the grammar;
 * ``structgen check SCHEMA FILE`` says whether the text conforms, and if not, the line and
-  column of the first byte that cannot be part of any valid text;
+  column of the first byte that cannot be part of any valid text (a final newline is not part
+  of the text, unless the grammar allows one there);
 * ``structgen generate [--model FILE.gguf] --schema SCHEMA PROMPT`` streams the output to stderr
   and prints the validated JSON on stdout;
 * ``structgen demo`` runs the demo (SmolLM2-135M-Instruct fills a Pydantic model).
@@ -132,7 +133,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     output_type = load_output_type(args.schema)
     data = sys.stdin.buffer.read() if args.file == "-" else Path(args.file).read_bytes()
     grammar = _grammar_of(output_type, _schema_options(args), for_generation=False)
-    failure = first_failure(grammar, data)
+    data, failure = _check_text(grammar, data)
     name = args.file
     if failure is None:
         print(f"{name}: OK")
@@ -150,6 +151,16 @@ def cmd_check(args: argparse.Namespace) -> int:
     if isinstance(output_type, dict):
         print(_json_schema_verdict(output_type, data))
     return 1
+
+
+def _check_text(grammar: Any, data: bytes) -> tuple[bytes, tuple[int, frozenset[int]] | None]:
+    """The text as checked and its :func:`first_failure`. A final line ending (what ``echo`` and
+    every editor write) is not part of the text unless the grammar itself allows it there."""
+    failure = first_failure(grammar, data)
+    for ending in (b"\r\n", b"\n"):
+        if failure is not None and data.endswith(ending) and failure[0] >= len(data) - len(ending):
+            return data[: -len(ending)], first_failure(grammar, data[: -len(ending)])
+    return data, failure
 
 
 def first_failure(grammar: Any, data: bytes) -> tuple[int, frozenset[int]] | None:
