@@ -1,6 +1,7 @@
 """The ``structgen`` command: compile a schema to a grammar, check a text, generate, run the demo.
 
-* ``structgen compile SCHEMA [--format gbnf|glrm]`` prints the grammar;
+* ``structgen compile SCHEMA [--format gbnf|glrm] [--max-string-length N] [--max-digits N]``
+  prints the grammar (the caps bound free strings and number digits for other runtimes);
 * ``structgen check SCHEMA FILE`` says whether the text conforms, and if not, the line and
   column of the first byte that cannot be part of any valid text (a final newline is not part
   of the text, unless the grammar allows one there);
@@ -119,8 +120,9 @@ def cmd_compile(args: argparse.Namespace) -> int:
     output_type = load_output_type(args.schema)
     with _Step("compiling", quiet=args.quiet):
         grammar = _grammar_of(output_type, _schema_options(args), for_generation=False)
+    caps = {"max_string_length": args.max_string_length, "max_digits": args.max_digits}
     try:
-        text = grammar.to_gbnf() if args.format == "gbnf" else grammar.to_glrm()
+        text = grammar.to_gbnf(**caps) if args.format == "gbnf" else grammar.to_glrm(**caps)
     except ImportError as e:  # a writer not in this build
         raise StructgenError(f"no {args.format.upper()} writer in this build of structgen ({e})") from e
     sys.stdout.write(text)
@@ -291,6 +293,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("schema")
     p.add_argument("--format", choices=["gbnf", "glrm"], default="gbnf")
     p.add_argument("--quiet", "-q", action="store_true")
+    p.add_argument(
+        "--max-string-length",
+        type=int,
+        default=None,
+        metavar="N",
+        help="at most N characters in a free string (for runtimes without structgen's budget closing)",
+    )
+    p.add_argument(
+        "--max-digits", type=int, default=None, metavar="N", help="at most N digits in each digit run of a number"
+    )
     _add_schema_options(p)
     p.set_defaults(func=cmd_compile)
 

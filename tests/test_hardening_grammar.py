@@ -251,3 +251,82 @@ def test_greedy_lexeme_that_can_never_end_in_its_context() -> None:
     g = Grammar.from_glrm('start s; t A = /a+/; nt s = A "a" | "b";')
     assert engine_allowed(Constraint.compile(g, BYTE_VOCAB).start()) == {ord("b")}
     assert not g.matcher().feed(b"a")
+
+
+# -- length bounds in exported grammars (finding 11) ----------------------------------------------
+
+BOUNDED_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "s": {"type": "string"},
+        "n": {"type": "number", "maximum": 1},
+        "i": {"type": "integer"},
+        "short": {"type": "string", "maxLength": 3},
+        "tags": {"type": "array", "items": {"enum": ["x", "y"]}},
+    },
+}
+
+
+def _doc(**fields: str) -> str:
+    return "{" + ", ".join(f'"{k}": {v}' for k, v in fields.items()) + "}"
+
+
+def test_bound_runs_caps_strings_and_digits_only() -> None:
+    from structgen.grammar.bounded_runs import bound_runs
+
+    g = Grammar.from_json_schema(BOUNDED_SCHEMA)
+    capped = bound_runs(g, max_string_length=5, max_digits=4)
+    assert capped.matches(_doc(s='"abcde"')) and not capped.matches(_doc(s='"abcdef"'))
+    assert capped.matches(_doc(s='"\\n\\u00e9abc"'))  # an escape is one character
+    assert capped.matches(_doc(n="0.0001")) and not capped.matches(_doc(n="0.000001"))
+    assert capped.matches(_doc(i="12345")) and not capped.matches(_doc(i="123456"))  # [1-9][0-9]{0,4}
+    assert capped.matches(_doc(short='"abc"')) and not capped.matches(_doc(short='"abcd"'))
+    many = "[" + ", ".join(['"x"'] * 50) + "]"
+    assert capped.matches(_doc(tags=many))  # array repetitions are not runs
+    assert capped.matches('{"abcde": 1}') and not capped.matches('{"abcdefg": 1}')  # free keys
+    assert bound_runs(g) is g
+    assert g.matches(_doc(s='"' + "a" * 100 + '"'))  # the original grammar is unchanged
+
+
+def test_bound_runs_keeps_a_larger_minimum() -> None:
+    from structgen.grammar.bounded_runs import bound_runs
+
+    g = Grammar.from_json_schema({"type": "string", "pattern": "^a{7,}$"})
+    capped = bound_runs(g, max_string_length=3)
+    assert capped.matches('"' + "a" * 7 + '"')
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5, True, "3"])
+def test_bound_runs_refuses_bad_caps(bad: object) -> None:
+    g = Grammar.from_json_schema({"type": "string"})
+    with pytest.raises(GrammarError):
+        g.to_gbnf(max_string_length=bad)  # type: ignore[arg-type]
+
+
+def test_capped_gbnf_in_llama_cpp() -> None:
+    """llama.cpp builds the capped text and stops the runs where the caps say."""
+    oracle_module = pytest.importorskip("llama_cpp_oracle")
+    if not oracle_module.available():
+        pytest.skip("llama-cpp-python is not installed")
+    oracle = oracle_module.LlamaCppOracle()
+    try:
+        g = Grammar.from_json_schema(BOUNDED_SCHEMA, whitespace="compact")
+        text = g.to_gbnf(max_string_length=20, max_digits=6)
+        assert oracle.grammar_ok(text)
+        assert oracle.accepts(text, '{"s":"' + "a" * 20 + '"}')
+        assert not oracle.accepts(text, '{"s":"' + "a" * 21 + '"}')
+        assert oracle.accepts(text, '{"n":0.000001}')
+        assert not oracle.accepts(text, '{"n":0.00000001}')
+        assert not oracle.accepts(text, '{"n":2.00000000000000057900346}')
+        # without the caps llama.cpp has no bound: the long forms are accepted
+        free = g.to_gbnf()
+        assert oracle.accepts(free, '{"s":"' + "a" * 21 + '"}')
+        assert oracle.accepts(free, '{"n":0.00000001}')
+    finally:
+        oracle.close()
+
+
+def test_capped_glrm_reads_back() -> None:
+    g = Grammar.from_json_schema({"type": "string"})
+    capped = Grammar.from_glrm(g.to_glrm(max_string_length=4))
+    assert capped.matches('"abcd"') and not capped.matches('"abcde"')
