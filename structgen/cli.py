@@ -147,6 +147,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     else:
         what = f"unexpected {_show_byte(data[offset])}"
     hint = f"; expected {_describe_expected(expected)}" if expected else ""
+    if grammar.matcher().is_dead():
+        hint = "; the grammar matches no text at all"
     print(f"{name}:{line}:{column}: {what}{hint}")
     print(f"  {text_line}")
     print(f"  {' ' * (column - 1)}^")
@@ -172,7 +174,7 @@ def first_failure(grammar: Any, data: bytes) -> tuple[int, frozenset[int]] | Non
     m = grammar.matcher()
     for i, b in enumerate(data):
         if not m.feed(bytes([b])):
-            m.rollback(1)
+            m.rollback(m.position - i)  # 0 where the grammar has no sentence: nothing was consumed
             return i, m.viable_next_bytes()
     if m.is_accepting():
         return None

@@ -91,6 +91,17 @@ def test_check_final_newline_rules(tmp_path, capsys):
     assert main(["check", str(gbnf), str(doc)]) == 1
 
 
+def test_check_with_a_grammar_that_matches_nothing(tmp_path, capsys):
+    # the matcher is dead before any input: nothing to roll back (issue 23, finding 1)
+    gbnf = tmp_path / "empty.gbnf"
+    gbnf.write_text('root ::= "a" x\nx ::= [z-a]\n')
+    assert first_failure(Grammar.from_gbnf(gbnf.read_text()), b"a") == (0, frozenset())
+    doc = tmp_path / "a.txt"
+    doc.write_bytes(b"a")
+    assert main(["check", str(gbnf), str(doc)]) == 1
+    assert "unexpected 'a'; the grammar matches no text at all" in capsys.readouterr().out
+
+
 def test_compile_prints_gbnf(schema_file, capsys):
     assert main(["compile", str(schema_file), "--quiet"]) == 0
     text = capsys.readouterr().out
