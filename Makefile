@@ -15,6 +15,13 @@ export CMAKE_BUILD_PARALLEL_LEVEL ?= 2
 # Nothing may download weights or tokenizers at run time.
 export HF_HUB_OFFLINE = 1
 
+# Prefix of a long, quiet step: a line every 30 s while it runs, so that the llama-cpp-python
+# build (pip -q prints nothing for minutes) is visibly alive. The step's exit status is kept; the
+# ticker's sleep does not hold the output open (a `make ... | tee` ends when make does).
+WITH_TICKER = t0=$$(date +%s); ( while sleep 30 </dev/null >/dev/null 2>&1; do t=$$(( $$(date +%s) - t0 )); \
+	echo "  ... still installing ($$((t / 60)) min $$((t % 60)) s so far)"; done ) & \
+	ticker=$$!; trap 'kill $$ticker 2>/dev/null' EXIT;
+
 .PHONY: test test-full maskbench demo venv assets bench lint clean
 
 $(BIN)/python:
@@ -24,13 +31,13 @@ $(BIN)/python:
 # torch first, pinned, so that nothing later pulls a CUDA build
 $(VENV)/.test-deps: pyproject.toml | $(BIN)/python
 	@echo "installing the test dependencies (the first build of llama-cpp-python takes 5-12 minutes)"
-	$(PIP) torch==2.13.0
-	$(PIP) -e '.[test]'
+	@$(WITH_TICKER) $(PIP) torch==2.13.0
+	@$(WITH_TICKER) $(PIP) -e '.[test]'
 	touch $@
 
 $(VENV)/.demo-deps: pyproject.toml | $(BIN)/python
 	@echo "installing structgen and llama-cpp-python (the first build takes 5-12 minutes)"
-	$(PIP) -e '.[llama]'
+	@$(WITH_TICKER) $(PIP) -e '.[llama]'
 	touch $@
 
 $(VENV)/.bench-deps: pyproject.toml | $(VENV)/.test-deps
