@@ -21,8 +21,12 @@ An unbound ``grammar`` extern counts as productive: it is not known until it is 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from . import ir
-from .grammar import Grammar
+
+if TYPE_CHECKING:
+    from .grammar import Grammar
 
 _CACHE_KEY = "emptiness.productive"
 
