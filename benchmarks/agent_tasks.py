@@ -6,8 +6,11 @@
 showing the model its tools, each with tool_choice "auto" (the model may answer in text):
 
 * ``chat`` - ``structgen.chat(..., tools=...)``: the tools through the model's chat template (or,
-  for a template without tools, the call format's default system block), calls in the model's own
-  format, several calls per turn allowed;
+  for a template without tools, the call format's system block), calls in the model's own format
+  (picked from the template or the model's name: SmolLM2's own list-in-a-block form), several
+  calls per turn allowed;
+* ``chat-hermes`` - the same with the Hermes ``<tool_call>`` format and structgen's default block,
+  to show what the family's own format is worth;
 * ``describe`` - the way before ``chat()``: ``ToolSet.describe()`` pasted into a system message by
   hand and ``structgen.generate`` with a ``final_answer`` pseudo-tool (one call per turn).
 
@@ -121,7 +124,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     llm = load_llama(require_model(args.model), n_ctx=4096)
     seeds = [int(s) for s in args.seeds.split(",")]
     rows = []
-    for way, fn in (("chat", run_chat), ("describe", run_describe)):
+    ways = (("chat", run_chat), ("chat-hermes", run_chat_hermes), ("describe", run_describe))
+    for way, fn in ways:
         fn(llm, TASKS[0][0], seeds[0])  # warm: compile the constraints once, outside the figures
         for prompt, need in TASKS:
             for seed in seeds:
@@ -144,7 +148,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                     file=sys.stderr,
                 )
     summary: dict[str, Any] = {"model": args.model, "seeds": seeds, "python": platform.python_version(), "ways": {}}
-    for way in ("chat", "describe"):
+    for way, _ in ways:
         mine = [r for r in rows if r["way"] == way]
         by_kind = {}
         for kind in ("one", "two", "none"):
