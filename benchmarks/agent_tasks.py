@@ -84,12 +84,22 @@ def kind_of(need: frozenset[str], prompt: str) -> str:
     return "two" if two else "one"
 
 
-def run_chat(llm: Any, prompt: str, seed: int) -> tuple[set[str], int, float]:
+def run_chat(llm: Any, prompt: str, seed: int, call_format: str | None = None) -> tuple[set[str], int, float]:
     t = time.perf_counter()
     r = structgen.chat(
-        llm, [{"role": "user", "content": prompt}], tools=TOOLS, seed=seed, temperature=0.0, max_tokens=120
+        llm,
+        [{"role": "user", "content": prompt}],
+        tools=TOOLS,
+        seed=seed,
+        temperature=0.0,
+        max_tokens=120,
+        call_format=call_format,
     )
     return {c.name for c in r.tool_calls}, r.usage["completion_tokens"], time.perf_counter() - t
+
+
+def run_chat_hermes(llm: Any, prompt: str, seed: int) -> tuple[set[str], int, float]:
+    return run_chat(llm, prompt, seed, "hermes")
 
 
 def run_describe(llm: Any, prompt: str, seed: int) -> tuple[set[str], int, float]:
