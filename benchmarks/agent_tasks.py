@@ -11,6 +11,8 @@ showing the model its tools, each with tool_choice "auto" (the model may answer 
   calls per turn allowed;
 * ``chat-hermes`` - the same with the Hermes ``<tool_call>`` format and structgen's default block,
   to show what the family's own format is worth;
+* ``chat-required`` - ``chat`` with ``tool_choice="required"``: which tools the model picks when it
+  must call (wrong by definition on the text tasks);
 * ``describe`` - the way before ``chat()``: ``ToolSet.describe()`` pasted into a system message by
   hand and ``structgen.generate`` with a ``final_answer`` pseudo-tool (one call per turn).
 
@@ -84,7 +86,9 @@ def kind_of(need: frozenset[str], prompt: str) -> str:
     return "two" if two else "one"
 
 
-def run_chat(llm: Any, prompt: str, seed: int, call_format: str | None = None) -> tuple[set[str], int, float]:
+def run_chat(
+    llm: Any, prompt: str, seed: int, call_format: str | None = None, tool_choice: str = "auto"
+) -> tuple[set[str], int, float]:
     t = time.perf_counter()
     r = structgen.chat(
         llm,
@@ -94,12 +98,17 @@ def run_chat(llm: Any, prompt: str, seed: int, call_format: str | None = None) -
         temperature=0.0,
         max_tokens=120,
         call_format=call_format,
+        tool_choice=tool_choice,
     )
     return {c.name for c in r.tool_calls}, r.usage["completion_tokens"], time.perf_counter() - t
 
 
 def run_chat_hermes(llm: Any, prompt: str, seed: int) -> tuple[set[str], int, float]:
     return run_chat(llm, prompt, seed, "hermes")
+
+
+def run_chat_required(llm: Any, prompt: str, seed: int) -> tuple[set[str], int, float]:
+    return run_chat(llm, prompt, seed, tool_choice="required")
 
 
 def run_describe(llm: Any, prompt: str, seed: int) -> tuple[set[str], int, float]:
@@ -134,7 +143,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     llm = load_llama(require_model(args.model), n_ctx=4096)
     seeds = [int(s) for s in args.seeds.split(",")]
     rows = []
-    ways = (("chat", run_chat), ("chat-hermes", run_chat_hermes), ("describe", run_describe))
+    ways = (
+        ("chat", run_chat),
+        ("chat-hermes", run_chat_hermes),
+        ("chat-required", run_chat_required),
+        ("describe", run_describe),
+    )
     for way, fn in ways:
         fn(llm, TASKS[0][0], seeds[0])  # warm: compile the constraints once, outside the figures
         for prompt, need in TASKS:
