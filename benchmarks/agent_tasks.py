@@ -6,8 +6,13 @@
 showing the model its tools, each with tool_choice "auto" (the model may answer in text):
 
 * ``chat`` - ``structgen.chat(..., tools=...)``: the tools through the model's chat template (or,
-  for a template without tools, the call format's default system block), calls in the model's own
-  format, several calls per turn allowed;
+  for a template without tools, the call format's system block), calls in the model's own format
+  (picked from the template or the model's name: SmolLM2's own list-in-a-block form), several
+  calls per turn allowed;
+* ``chat-hermes`` - the same with the Hermes ``<tool_call>`` format and structgen's default block,
+  to show what the family's own format is worth;
+* ``chat-required`` - ``chat`` with ``tool_choice="required"``: which tools the model picks when it
+  must call (wrong by definition on the text tasks);
 * ``describe`` - the way before ``chat()``: ``ToolSet.describe()`` pasted into a system message by
   hand and ``structgen.generate`` with a ``final_answer`` pseudo-tool (one call per turn).
 
@@ -81,12 +86,29 @@ def kind_of(need: frozenset[str], prompt: str) -> str:
     return "two" if two else "one"
 
 
-def run_chat(llm: Any, prompt: str, seed: int) -> tuple[set[str], int, float]:
+def run_chat(
+    llm: Any, prompt: str, seed: int, call_format: str | None = None, tool_choice: str = "auto"
+) -> tuple[set[str], int, float]:
     t = time.perf_counter()
     r = structgen.chat(
-        llm, [{"role": "user", "content": prompt}], tools=TOOLS, seed=seed, temperature=0.0, max_tokens=120
+        llm,
+        [{"role": "user", "content": prompt}],
+        tools=TOOLS,
+        seed=seed,
+        temperature=0.0,
+        max_tokens=120,
+        call_format=call_format,
+        tool_choice=tool_choice,
     )
     return {c.name for c in r.tool_calls}, r.usage["completion_tokens"], time.perf_counter() - t
+
+
+def run_chat_hermes(llm: Any, prompt: str, seed: int) -> tuple[set[str], int, float]:
+    return run_chat(llm, prompt, seed, "hermes")
+
+
+def run_chat_required(llm: Any, prompt: str, seed: int) -> tuple[set[str], int, float]:
+    return run_chat(llm, prompt, seed, tool_choice="required")
 
 
 def run_describe(llm: Any, prompt: str, seed: int) -> tuple[set[str], int, float]:
@@ -121,7 +143,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     llm = load_llama(require_model(args.model), n_ctx=4096)
     seeds = [int(s) for s in args.seeds.split(",")]
     rows = []
-    for way, fn in (("chat", run_chat), ("describe", run_describe)):
+    ways = (
+        ("chat", run_chat),
+        ("chat-hermes", run_chat_hermes),
+        ("chat-required", run_chat_required),
+        ("describe", run_describe),
+    )
+    for way, fn in ways:
         fn(llm, TASKS[0][0], seeds[0])  # warm: compile the constraints once, outside the figures
         for prompt, need in TASKS:
             for seed in seeds:
@@ -144,7 +172,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                     file=sys.stderr,
                 )
     summary: dict[str, Any] = {"model": args.model, "seeds": seeds, "python": platform.python_version(), "ways": {}}
-    for way in ("chat", "describe"):
+    for way, _ in ways:
         mine = [r for r in rows if r["way"] == way]
         by_kind = {}
         for kind in ("one", "two", "none"):

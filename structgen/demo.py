@@ -56,7 +56,8 @@ def run(llm: Any, *, seed: int = 0, temperature: float = 0.0, out: Any = None) -
     print(person.model_dump_json(indent=2), file=out)
     free = _unconstrained(as_runtime(llm), seed)
     print("\nThe same model and prompt without structgen wrote:\n", file=out)
-    print("  " + free.replace("\n", "\n  ")[:600], file=out)
+    lines = free.strip().splitlines()
+    print("  " + "\n  ".join(line[:100] for line in lines[:10]) + ("\n  ..." if len(lines) > 10 else ""), file=out)
     print(f"\n  -> {_verdict(free)}\n", file=out)
     s = result.stats
     share = 100 * s.mask_ms_per_token / s.model_ms_per_token if s.model_ms_per_token else 0.0

@@ -99,6 +99,8 @@ def matcher_verdict(grammar: Any, pieces: bytes | str | Sequence[bytes | int]) -
     if isinstance(pieces, (bytes, bytearray)):
         pieces = [pieces]
     for p in pieces:
+        if not isinstance(p, int) and not p:
+            continue  # nothing fed, nothing refused (as in the oracle, which refuses tokens)
         ok = m.feed_token(p, b"") if isinstance(p, int) else m.feed(p.encode() if isinstance(p, str) else p)
         if not ok:
             return "reject"

@@ -410,3 +410,15 @@ def test_response_format_partials(vocab):
 def test_generate_stream_partials(vocab):
     values = list(structgen.stream(ScriptedRuntime(vocab, '{"name": "Bo", "age": 7}'), Person, "p", seed=0).partials())
     assert values[-1] == Person(name="Bo", age=7) and len(values) >= 2
+
+
+def test_smollm2_format_lists_calls_in_one_block(vocab):
+    calls = '{"name": "add", "arguments": {"a": 1, "b": 2}}, {"name": "add", "arguments": {"a": 3, "b": 4}}'
+    script = f"<tool_call>[{calls}]</tool_call>"
+    r = run(vocab, script, tools=TOOLS, call_format="smollm2")
+    assert [c.arguments_dict() for c in r.tool_calls] == [{"a": 1, "b": 2}, {"a": 3, "b": 4}]
+    r = run(vocab, "<tool_call>[]</tool_call>", tools=TOOLS, call_format="smollm2")
+    assert r.tool_calls == [] and r.content is None and r.finish_reason == "stop"
+    req = prepare_chat(ScriptedRuntime(vocab, "x"), USER, tools=TOOLS, call_format="smollm2")
+    assert "<tools>{" in req.prompt_text and "</tools>" in req.prompt_text
+    assert detect_format(None, "smollm2").name == "smollm2"

@@ -54,6 +54,54 @@ def test_check_incomplete_text(schema_file, tmp_path, capsys):
     assert "ends before it is complete" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("ending", ["\n", "\r\n"])
+def test_check_accepts_a_final_newline(schema_file, tmp_path, capsys, ending):
+    # what `echo` and every editor write after the text (issue 23, finding 11)
+    good = tmp_path / "good.json"
+    good.write_bytes(('{"name": "x", "tags": ["a"]}' + ending).encode())
+    assert main(["check", str(schema_file), str(good)]) == 0
+    assert "OK" in capsys.readouterr().out
+
+
+def test_check_from_stdin_with_echos_newline(monkeypatch, capsys):
+    import io
+
+    schema = '{"type":"object","properties":{"ok":{"type":"boolean"}}}'
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b'{"ok": true}\n')))
+    assert main(["check", schema, "-"]) == 0
+    assert "-: OK" in capsys.readouterr().out
+
+
+def test_check_final_newline_rules(tmp_path, capsys):
+    doc = tmp_path / "doc.txt"
+    # an incomplete text with a newline after it is reported as incomplete, not at the newline
+    doc.write_bytes(b'{"name": "x"\n')
+    assert main(["check", json.dumps(SCHEMA), str(doc)]) == 1
+    assert "ends before it is complete" in capsys.readouterr().out
+    # only one line ending is dropped
+    doc.write_bytes(b'{"name": "x", "tags": []}\n\n')
+    assert main(["check", json.dumps(SCHEMA), str(doc)]) == 1
+    assert "unexpected newline" in capsys.readouterr().out
+    # a grammar that wants the newline keeps it
+    gbnf = tmp_path / "line.gbnf"
+    gbnf.write_text('root ::= "a\\n"\n')
+    doc.write_bytes(b"a\n")
+    assert main(["check", str(gbnf), str(doc)]) == 0
+    doc.write_bytes(b"a")
+    assert main(["check", str(gbnf), str(doc)]) == 1
+
+
+def test_check_with_a_grammar_that_matches_nothing(tmp_path, capsys):
+    # the matcher is dead before any input: nothing to roll back (issue 23, finding 1)
+    gbnf = tmp_path / "empty.gbnf"
+    gbnf.write_text('root ::= "a" x\nx ::= [z-a]\n')
+    assert first_failure(Grammar.from_gbnf(gbnf.read_text()), b"a") == (0, frozenset())
+    doc = tmp_path / "a.txt"
+    doc.write_bytes(b"a")
+    assert main(["check", str(gbnf), str(doc)]) == 1
+    assert "unexpected 'a'; the grammar matches no text at all" in capsys.readouterr().out
+
+
 def test_compile_prints_gbnf(schema_file, capsys):
     assert main(["compile", str(schema_file), "--quiet"]) == 0
     text = capsys.readouterr().out

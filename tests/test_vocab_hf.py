@@ -15,9 +15,10 @@ from typing import Any
 
 import numpy as np
 import pytest
-from vocab_support import assert_same_vocab, gguf_vocab, read_vectors, vocab_path
+from vocab_support import assert_same_vocab, gguf_vocab, model_path, model_vocab, read_vectors, vocab_path
 
 from structgen.errors import VocabError
+from structgen.grammar import Grammar
 from structgen.vocab import Vocab
 from structgen.vocab.gguf_file import read_gguf_metadata
 
@@ -325,3 +326,49 @@ def test_real_transformers_fast_tokenizer(name: str, eos: str) -> None:
     fast = transformers.PreTrainedTokenizerFast(tokenizer_object=hf_tokenizer(name), eos_token=eos)
     v = Vocab.from_hf(fast)
     assert_same_vocab(v, gguf_vocab(name))
+
+
+def _smollm2_tokenizer() -> Tokenizer:
+    """SmolLM2's tokenizer as its tokenizer.json has it, rebuilt from the model's own GGUF file:
+    byte-level BPE over the file's tokens and merges, its 17 CONTROL tokens added as special."""
+    md = read_gguf_metadata(
+        model_path("smollm2"), ["tokenizer.ggml.tokens", "tokenizer.ggml.token_type", "tokenizer.ggml.merges"]
+    )
+    texts, types = md["tokenizer.ggml.tokens"], md["tokenizer.ggml.token_type"]
+    merges = []
+    for m in md["tokenizer.ggml.merges"]:
+        s = m.decode("utf-8")
+        cut = s.find(" ", 1)
+        merges.append((s[:cut], s[cut + 1 :]))
+    tok = Tokenizer(models.BPE(vocab={t.decode("utf-8"): i for i, t in enumerate(texts)}, merges=merges))
+    tok.pre_tokenizer = pre_tokenizers.Sequence(
+        [pre_tokenizers.Digits(individual_digits=True), pre_tokenizers.ByteLevel(add_prefix_space=False)]
+    )
+    tok.decoder = decoders.ByteLevel()
+    _add_non_normal(tok, texts, types, (NORMAL,))
+    return tok
+
+
+@pytest.mark.parametrize("wrapped", [False, True], ids=["tokenizers", "transformers"])
+def test_smollm2_same_vocabulary_from_hf_and_from_gguf(wrapped: bool) -> None:
+    """Issue 23, finding 11: the end ids were [0, 2] from the tokenizer and [0, 2, 4] from the
+    GGUF file (llama.cpp also ends on the FIM repository token <reponame>), so a constraint saved
+    with one vocabulary was refused with the other."""
+    from structgen.engine.constraint import Constraint
+
+    gg = model_vocab("smollm2")
+    tok: Any = _smollm2_tokenizer()
+    if wrapped:
+        transformers = pytest.importorskip("transformers", reason="transformers is not installed")
+        tok = transformers.PreTrainedTokenizerFast(
+            tokenizer_object=tok, eos_token="<|im_end|>", bos_token="<|im_start|>"
+        )
+    hf = Vocab.from_hf(tok)
+    assert_same_vocab(hf, gg)
+    assert hf.eos_token_ids == gg.eos_token_ids == (0, 2, 4)
+    assert hf.fingerprint == gg.fingerprint
+    schema = Grammar.from_json_schema({"type": "object", "properties": {"ok": {"type": "boolean"}}})
+    saved = Constraint.compile(schema, gg)
+    state = saved.start()
+    loaded = Constraint.load(saved.save(), hf)
+    assert np.array_equal(loaded.start().mask(), state.mask())

@@ -26,7 +26,7 @@ from ..output_types import resolve_output
 from ..partials import PartialCall, PartialReader
 from ..prompts import ChatTemplate, check_messages, plain_transcript
 from ..tools import Tool, ToolCall, ToolSet
-from .calls import AnswerScanner, RawCall, split_answer
+from .calls import AnswerScanner, RawCall, call_start, split_answer
 from .formats import CallFormat, call_format, detect_format
 from .grammar import answer_grammar, thinking_grammar
 from .result import ChatDelta, ChatResult
@@ -399,7 +399,7 @@ def call_format_for(runtime: Any, name: str | CallFormat | None) -> CallFormat:
     """The call format asked for by name, else the one the runtime's chat template names."""
     if name is not None:
         return call_format(name)
-    return detect_format(getattr(runtime, "chat_template", None))
+    return detect_format(getattr(runtime, "chat_template", None), getattr(runtime, "model_name", None))
 
 
 def render_prompt(
@@ -564,6 +564,8 @@ def _answer_parser(
                     raise GenerationError(f"the model called {name!r}, which is not a tool here", partial_text=text)
                 calls.append(ToolCall(tool, tool.validate_arguments(args, text), call_id(prompt_ids, i)))
             return _Answer(content.strip() or None, calls, None)
+        if calls_possible and call_start(fmt, text) is not None:
+            return _Answer(content.strip() or None, [], None)  # an empty list of calls: no call
         parsed = answer_spec.parse(text) if answer_spec is not None else None
         return _Answer(text if text else None, [], parsed)
 

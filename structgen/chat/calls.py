@@ -40,9 +40,14 @@ def split_answer(fmt: CallFormat, text: str, *, calls_possible: bool) -> tuple[s
     out: list[tuple[str, dict]] = []
     try:
         if fmt.style == "list":
-            pos += len(fmt.open)
+            pos = _skip(text, pos + len(fmt.open))
             items, pos = _DECODER.raw_decode(text, pos)
             out = [_call(fmt, item) for item in items]
+            if fmt.close:
+                pos = _skip(text, pos)
+                if not text.startswith(fmt.close, pos):
+                    raise ValueError(f"expected {fmt.close!r} at offset {pos}")
+                pos += len(fmt.close)
         elif fmt.style == "blocks":
             while pos < len(text):
                 if not text.startswith(fmt.open, pos):

@@ -10,6 +10,10 @@ Each family was trained to write calls its own way, and writes its best calls in
   One call per turn, as Meta's format defines it.
 * ``mistral`` - Mistral (v3+ tokenizers): ``[TOOL_CALLS][{"name": ..., "arguments": {...}}, ...]``,
   all calls of a turn in one JSON array.
+* ``smollm2`` - SmolLM2-Instruct's trained form: all calls of a turn as one JSON array inside one
+  block, ``<tool_call>[{"name": ..., "arguments": {...}}, ...]</tool_call>``, after a system block
+  that lists the tools between ``<tools>`` and ``</tools>``; an empty list means no call. Its
+  ChatML template renders no tools, so it is picked by the model's name (GGUF ``general.basename``).
 * ``generic`` - structgen's own: a bare ``{"name": ..., "arguments": {...}}``, one call.
 
 A :class:`CallFormat` says where calls start (its trigger), how they are separated and closed,
@@ -36,10 +40,13 @@ class CallFormat:
     """How one family writes tool calls (see the module docstring).
 
     ``style`` is ``"blocks"`` (each call between ``open`` and ``close``, separated by
-    ``separator``), ``"list"`` (``open`` then one JSON array of calls) or ``"bare"`` (one call
-    object, after an optional ``prefix`` marker). ``args_key`` names the arguments' key.
-    ``think_open`` / ``think_close`` are the family's thinking markers. ``template_markers``: texts
-    whose presence in a chat template's source identifies the family.
+    ``separator``), ``"list"`` (``open``, one JSON array of calls, then ``close`` if set) or
+    ``"bare"`` (one call object, after an optional ``prefix`` marker). ``args_key`` names the
+    arguments' key. ``think_open`` / ``think_close`` are the family's thinking markers.
+    ``template_markers``: texts whose presence in a chat template's source identifies the family;
+    ``model_names``: lower-case prefixes of model names (a GGUF's ``general.basename``) that do.
+    ``system_prompt``: the family's own system block for templates without tools, with ``{tools}``
+    where the definitions go (one JSON line each); empty for structgen's default block.
     """
 
     name: str
@@ -53,6 +60,8 @@ class CallFormat:
     think_open: str = "<think>"
     think_close: str = "</think>"
     template_markers: tuple[str, ...] = ()
+    model_names: tuple[str, ...] = ()
+    system_prompt: str = ""
 
     def __post_init__(self) -> None:
         if self.style not in ("blocks", "list", "bare"):
@@ -71,7 +80,15 @@ class CallFormat:
 
     def instructions(self, tools: Sequence[Mapping[str, Any]], tool_choice: str) -> str:
         """The default system block: the tools (OpenAI definitions, one JSON line each) and how to
-        call them in this format."""
+        call them in this format (the family's own block where it has one)."""
+        if self.system_prompt:
+            listed = "\n".join(json.dumps(t.get("function", t), ensure_ascii=False) for t in tools)
+            text = self.system_prompt.replace("{tools}", listed)
+            if tool_choice == "required":
+                text += "\nCall at least one function."
+            elif tool_choice == "none":
+                text += "\nDo not call a function now: answer in plain text."
+            return text
         lines = [
             "You can call the following tools. Each is a JSON object with its name, what it does and the "
             "JSON Schema of its arguments:"
@@ -99,7 +116,7 @@ class CallFormat:
             nl = "\n" if self.inner_newlines else ""
             return self.separator.join(f"{self.open}{nl}{t}{nl}{self.close}" for t in texts)
         if self.style == "list":
-            return self.open + "[" + ", ".join(texts) + "]"
+            return self.open + "[" + ", ".join(texts) + "]" + self.close
         return self.prefix + texts[0] if texts else ""
 
     def render_result(self, content: str) -> str:
@@ -130,9 +147,24 @@ LLAMA3 = CallFormat(
     "llama3", "bare", args_key="parameters", prefix="<|python_tag|>", template_markers=("<|python_tag|>", "<|eom_id|>")
 )
 MISTRAL = CallFormat("mistral", "list", open="[TOOL_CALLS]", template_markers=("[TOOL_CALLS]", "[AVAILABLE_TOOLS]"))
+SMOLLM2 = CallFormat(
+    "smollm2",
+    "list",
+    open="<tool_call>",
+    close="</tool_call>",
+    model_names=("smollm2",),
+    system_prompt=(
+        "You compose function calls. Given a question and the functions below, make one or more "
+        "function calls that answer it.\n"
+        "The functions you can call:\n<tools>{tools}</tools>\n"
+        "Write the calls exactly in this form, with nothing else around them:\n"
+        '<tool_call>[{"name": "function_name", "arguments": {"argument": "value"}}]</tool_call>\n'
+        "If no function fits the question, answer in plain text instead."
+    ),
+)
 GENERIC = CallFormat("generic", "bare")
 
-_REGISTRY: dict[str, CallFormat] = {f.name: f for f in (HERMES, LLAMA3, MISTRAL, GENERIC)}
+_REGISTRY: dict[str, CallFormat] = {f.name: f for f in (HERMES, LLAMA3, MISTRAL, SMOLLM2, GENERIC)}
 _REGISTRY_LOCK = threading.Lock()
 #: What a template that names no known family gets.
 DEFAULT_FORMAT = HERMES
@@ -158,12 +190,18 @@ def call_format(name: str | CallFormat) -> CallFormat:
     return fmt
 
 
-def detect_format(template_source: str | None) -> CallFormat:
-    """The format a chat template's source names (by its markers), else :data:`DEFAULT_FORMAT`."""
+def detect_format(template_source: str | None, model_name: str | None = None) -> CallFormat:
+    """The format a chat template's source names (by its markers), else the one the model's name
+    names, else :data:`DEFAULT_FORMAT`."""
+    with _REGISTRY_LOCK:
+        formats = list(_REGISTRY.values())
     if template_source:
-        with _REGISTRY_LOCK:
-            formats = list(_REGISTRY.values())
         for fmt in formats:
             if any(marker in template_source for marker in fmt.template_markers):
+                return fmt
+    if model_name:
+        name = model_name.lower()
+        for fmt in formats:
+            if any(name.startswith(prefix) for prefix in fmt.model_names):
                 return fmt
     return DEFAULT_FORMAT

@@ -86,12 +86,15 @@ def answer_grammar(
     call_schema = tools.schema(args_key=fmt.args_key)
     if fmt.style == "list":
         defs = call_schema.pop("$defs", {})
-        array = {"type": "array", "items": call_schema, "minItems": 1, "$defs": defs}
+        # with "auto", a family whose empty list means "no call" may write one (SmolLM2)
+        least = 0 if tool_choice == "auto" and fmt.close else 1
+        array = {"type": "array", "items": call_schema, "minItems": least, "$defs": defs}
         if not many:
             array["maxItems"] = 1
         bindings["calls"] = Grammar.from_json_schema(array, **options)
         externs["calls"] = "grammar"
-        calls: ir.Node = ir.seq(marker(fmt.open, vocab), ir.Ref("calls"))
+        close = [marker(fmt.close, vocab)] if fmt.close else []
+        calls: ir.Node = ir.seq(marker(fmt.open, vocab), ir.Ref("calls"), *close)
     else:
         bindings["call"] = Grammar.from_json_schema(call_schema, **options)
         externs["call"] = "grammar"

@@ -17,6 +17,7 @@ from typing import Callable
 
 from ..errors import GrammarError, LimitError
 from ..grammar import ir
+from ..grammar.emptiness import empty_rules
 from ..grammar.grammar import Grammar
 from ..grammar.utf8 import class_sequences, mask_of, mask_of_ranges
 from .deep import deep_recursion
@@ -279,9 +280,11 @@ def build_machines(grammar: Grammar, store: TermStore | None = None) -> Machines
 @deep_recursion
 def _build(grammar: Grammar, store: TermStore | None) -> Machines:
     try:
-        dead: frozenset[str] = frozenset()
+        # rules that derive nothing, found on the grammar: an inlined regular rule is a lazy term,
+        # which the machine-level check below cannot see into without building it
+        dead = empty_rules(grammar)
         while True:
-            store = TermStore() if store is None or dead else store
+            store = TermStore() if store is None else store
             low = _Lowering(grammar, store, dead)
             bodies = [low.ref(n) if n in dead else low.lower(grammar.rules[n]) for n in low.machine_names]
             productive = _productive(store, bodies)
@@ -289,6 +292,7 @@ def _build(grammar: Grammar, store: TermStore | None) -> Machines:
             if not newly_dead:
                 break
             dead = dead | newly_dead
+            store = None  # terms lowered with a machine taken for productive: start afresh
     except RecursionError:
         raise LimitError("grammar nested too deeply for the engine", limit="max_nesting") from None
     m = Machines(store, list(low.machine_names), bodies, 0, list(low.atoms), rule_bound=low.rule_bound)

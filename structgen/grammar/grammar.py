@@ -261,17 +261,26 @@ class Grammar:
 
     # -- writers --------------------------------------------------------------------------
 
-    def to_gbnf(self) -> str:
-        """GBNF text that llama.cpp reads unchanged and that means this grammar's language."""
+    def to_gbnf(self, *, max_string_length: int | None = None, max_digits: int | None = None) -> str:
+        """GBNF text that llama.cpp reads unchanged and that means this grammar's language.
+
+        llama.cpp has no token budget that closes a document in time (that exists only in
+        structgen's own loop): ``max_string_length`` and ``max_digits`` cap the free runs of
+        strings and of number digits in the text written (:mod:`.bounded_runs`), so that a
+        model cannot run on inside one until ``max_tokens``. The language is then smaller.
+        """
+        from .bounded_runs import bound_runs
         from .gbnf import write_gbnf
 
-        return write_gbnf(self)
+        return write_gbnf(bound_runs(self, max_string_length=max_string_length, max_digits=max_digits))
 
-    def to_glrm(self) -> str:
-        """GLRM text that glrmask 0.5.0 reads unchanged and that means this grammar's language."""
+    def to_glrm(self, *, max_string_length: int | None = None, max_digits: int | None = None) -> str:
+        """GLRM text that glrmask 0.5.0 reads unchanged and that means this grammar's language
+        (with the runs of strings and number digits capped as :meth:`to_gbnf` says)."""
+        from .bounded_runs import bound_runs
         from .glrm import write_glrm
 
-        return write_glrm(self)
+        return write_glrm(bound_runs(self, max_string_length=max_string_length, max_digits=max_digits))
 
     # -- matching -------------------------------------------------------------------------
 

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Iterable
 
 from ..errors import ConstraintError, GrammarError, LimitError
 from . import ir
+from .emptiness import leaf_productive
 from .regular import RegularTerms
 from .utf8 import class_sequences, mask_of, mask_of_ranges
 
@@ -71,6 +72,8 @@ class CompiledGrammar:
     rule_final: list[int] = field(default_factory=list)
     start_rule: int = 0
     terms: RegularTerms | None = None
+    #: per rule: whether it derives any sentence (its start state can reach its final state)
+    rule_productive: list[bool] = field(default_factory=list)
 
     def new_state(self, rule: int) -> int:
         self.eps.append([])
@@ -120,6 +123,7 @@ class _Builder:
                     value=MAX_BUILD_DEPTH,
                 )
             self.fragment(body, self.cg.rule_start[idx], self.cg.rule_final[idx], idx)
+        _prune_dead_ends(self.cg)
         return self.cg
 
     # -- fragments: connect state s to state e through node n --------------------------------
@@ -208,6 +212,74 @@ class _Builder:
         cg.repeat_edges.append((s, edge))
 
 
+def _crossable(cg: CompiledGrammar, edge: _Edge) -> bool | int:
+    """Whether some input crosses ``edge`` (True / False), or the rule whose productivity decides."""
+    if edge.kind == BYTES:
+        return edge.payload != 0
+    if edge.kind == TOKEN:
+        return leaf_productive(edge.payload)  # type: ignore[arg-type]
+    if edge.kind == REGULAR:
+        try:
+            return not cg.terms.is_empty(edge.payload)  # type: ignore[union-attr, arg-type]
+        except LimitError:
+            return True  # too big to decide here; the closure asks again when it gets there
+    if edge.kind == CALL:
+        return edge.payload  # type: ignore[return-value]
+    sub, lo, _hi = edge.payload  # type: ignore[misc]
+    return True if lo == 0 else sub
+
+
+def _prune_dead_ends(cg: CompiledGrammar) -> None:
+    """Remove every edge into a state from which its rule's final state cannot be reached.
+
+    A state is *live* when some input leads from it to its rule's final state; a rule is
+    productive when its start state is live. Both are found together, backwards from the final
+    states (a call edge is crossable once its callee is known productive). Without dead states,
+    every item of an Earley set can be completed, so a position with items is one that some
+    continuation makes a sentence: ``feed`` answers False as soon as none can (with the usual
+    exception of greedy lexemes, whose ending depends on what follows them).
+    """
+    n = len(cg.eps)
+    preds: list[list[tuple[int, bool | int]]] = [[] for _ in range(n)]
+    for q in range(n):
+        for t in cg.eps[q]:
+            preds[t].append((q, True))
+        for edge in cg.edges[q]:
+            cond = _crossable(cg, edge)
+            if cond is not False:
+                preds[edge.target].append((q, cond))
+    live = [False] * n
+    productive = [False] * len(cg.rule_names)
+    waiting: list[list[int]] = [[] for _ in cg.rule_names]  # states held back by a rule's call
+    todo = list(cg.rule_final)
+
+    while todo:
+        q = todo.pop()
+        if live[q]:
+            continue
+        live[q] = True
+        rule = cg.state_rule[q]
+        if q == cg.rule_start[rule] and not productive[rule]:
+            productive[rule] = True
+            todo.extend(waiting[rule])
+            waiting[rule].clear()
+        for src, cond in preds[q]:
+            if live[src]:
+                continue
+            if cond is True or productive[cond]:  # type: ignore[index]
+                todo.append(src)
+            else:
+                waiting[cond].append(src)  # type: ignore[index]
+    for q in range(n):
+        cg.eps[q] = [t for t in cg.eps[q] if live[t]]
+        cg.edges[q] = [
+            e
+            for e in cg.edges[q]
+            if live[e.target] and (c := _crossable(cg, e)) is not False and (c is True or productive[c])
+        ]
+    cg.rule_productive = productive
+
+
 def compile_grammar(grammar: Grammar) -> CompiledGrammar:
     """The per-rule automata of ``grammar`` (cached on the grammar object)."""
     cached = grammar._derived.get("matcher")  # noqa: SLF001 - the grammar owns a derived-data cache
@@ -244,7 +316,9 @@ class Matcher:
         self._cg = compile_grammar(grammar)
         self._terms = self._cg.terms
         start = (self._cg.rule_start[self._cg.start_rule], 0, -1, None)
-        self._positions: list[_Position] = [_Position(frozenset([start]))]
+        # a grammar with no sentence is dead from the start
+        kernel = frozenset([start]) if self._cg.rule_productive[self._cg.start_rule] else frozenset()
+        self._positions: list[_Position] = [_Position(kernel)]
 
     # -- public API ---------------------------------------------------------------------------
 

@@ -81,6 +81,13 @@ class LlamaCppRuntime:
         return template or None
 
     @property
+    def model_name(self) -> str | None:
+        """The GGUF's ``general.basename`` (else ``general.name``): what call formats are picked by
+        where the template names none."""
+        meta = getattr(self.llm, "metadata", None) or {}
+        return meta.get("general.basename") or meta.get("general.name") or None
+
+    @property
     def template_tokens(self) -> dict[str, str]:
         return {"bos_token": self._bos_text(), "eos_token": self._token_text(self.llm.token_eos())}
 

@@ -19,32 +19,14 @@ from typing import Any
 from urllib.parse import unquote, urldefrag, urljoin
 
 from ..errors import LimitError, SchemaError
+from .json_input import check_json_data
 from .jsonvalue import check_depth
 from .options import SchemaOptions
+from .subschema_keys import SCHEMA_ARRAY_KEYWORDS, SCHEMA_KEYWORDS, SCHEMA_MAP_KEYWORDS
 
 Pointer = tuple  # of str | int
 
 DEFAULT_BASE = "https://structgen.invalid/schema.json"
-
-#: Keywords whose value is one subschema.
-SCHEMA_KEYWORDS = (
-    "additionalProperties",
-    "additionalItems",
-    "items",
-    "not",
-    "if",
-    "then",
-    "else",
-    "contains",
-    "propertyNames",
-    "unevaluatedProperties",
-    "unevaluatedItems",
-    "contentSchema",
-)
-#: Keywords whose value is an array of subschemas.
-SCHEMA_ARRAY_KEYWORDS = ("allOf", "anyOf", "oneOf", "prefixItems", "items")
-#: Keywords whose value maps names to subschemas.
-SCHEMA_MAP_KEYWORDS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies")
 
 
 def pointer_text(ptr: Pointer) -> str:
@@ -89,6 +71,7 @@ def parse_schema_input(schema: Any, options: SchemaOptions) -> Any:
     check_depth(schema, options.max_schema_depth, what="schema")
     if not isinstance(schema, (dict, bool)):
         raise SchemaError("a schema must be a JSON object or a boolean", keyword=None, pointer="")
+    check_json_data(schema)
     return schema
 
 

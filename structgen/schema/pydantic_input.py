@@ -77,21 +77,76 @@ def _generator() -> type:
     from pydantic.json_schema import GenerateJsonSchema
 
     class _Generate(GenerateJsonSchema):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            #: the fields being written, outermost first: what an error names
+            self.field_path: list[str] = []
+
         def datetime_schema(self, schema: Any) -> Any:
             out = super().datetime_schema(schema)
             if schema.get("tz_constraint") == "naive":
                 out[_NAIVE] = True
             return out
 
+        def _named_required_fields_schema(self, named_required_fields: Any) -> Any:
+            # Pydantic writes a model's (dataclass's, TypedDict's) fields here, one at a time; a
+            # field name is recorded while its schema is written, so that a field Pydantic
+            # cannot describe is named in the error. (A private hook: if Pydantic renames it,
+            # errors still come, without the field.)
+            path = self.field_path
+            depth = len(path)
+
+            def named() -> Any:
+                for item in named_required_fields:
+                    del path[depth:]
+                    path.append(str(item[0]))
+                    yield item
+                del path[depth:]
+
+            return super()._named_required_fields_schema(named())  # type: ignore[arg-type]
+
     return _Generate
 
 
-def type_schema(tp: Any) -> dict:
-    """The JSON Schema of ``tp`` as translated (Pydantic's validation schema, adjusted)."""
-    from pydantic import TypeAdapter
+def _first_line(e: BaseException) -> str:
+    return str(e).strip().split("\n", 1)[0]
 
-    adapter = tp if isinstance(tp, TypeAdapter) else TypeAdapter(tp)
-    return _adjust(adapter.json_schema(mode="validation", schema_generator=_generator()))
+
+def type_schema(tp: Any) -> dict:
+    """The JSON Schema of ``tp`` as translated (Pydantic's validation schema, adjusted).
+
+    A type Pydantic cannot take, or cannot describe in JSON Schema (a field of a plain class
+    with ``arbitrary_types_allowed``), raises :class:`~structgen.errors.SchemaError`; its pointer
+    names the field, through the ``properties`` of the models that hold it.
+    """
+    from pydantic import TypeAdapter
+    from pydantic.errors import PydanticUndefinedAnnotation, PydanticUserError
+
+    refused = (PydanticUserError, PydanticUndefinedAnnotation)
+    try:
+        adapter = tp if isinstance(tp, TypeAdapter) else TypeAdapter(tp)
+    except refused as e:
+        raise SchemaError(
+            f"Pydantic cannot build a schema for {tp!r}: {_first_line(e)}", keyword=None, pointer=""
+        ) from e
+    tracked: list[Any] = []  # the generator Pydantic makes, to read its field path after an error
+
+    class _Tracked(_generator()):  # type: ignore[misc]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            tracked.append(self)
+
+    try:
+        schema = adapter.json_schema(mode="validation", schema_generator=_Tracked)
+    except refused as e:
+        path = tracked[-1].field_path if tracked else []
+        where = f"field {'.'.join(path)!r}" if path else repr(tp)
+        raise SchemaError(
+            f"Pydantic cannot write a JSON Schema for {where}: {_first_line(e)}",
+            keyword=None,
+            pointer="".join(f"/properties/{p.replace('~', '~0').replace('/', '~1')}" for p in path),
+        ) from e
+    return _adjust(schema)
 
 
 def type_to_grammar(tp: Any, **options: Any) -> Grammar:

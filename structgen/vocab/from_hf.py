@@ -18,9 +18,12 @@ Unigram's ``unk_id``), and ``all_special_ids``
 of a ``transformers`` tokenizer. Added tokens not marked special are text unless they look like a marker (as the GGUF
 converter makes them USER_DEFINED: same rule and ``user_defined`` modes as
 :mod:`structgen.vocab.from_gguf`). End of generation: ``eos_token_ids`` if given, else the
-tokenizer's ``eos_token_id`` plus every special token whose name llama.cpp treats as end of
-generation (``<|eot_id|>``, ``<|im_end|>``, ``<end_of_turn>``...: what generation configs list);
-added tokens that are special only by the marker rule never count as end tokens.
+tokenizer's ``eos_token_id`` plus what llama.cpp's rules (:mod:`structgen.vocab.end_tokens`) make
+end tokens among the special tokens: those named ``<|eot_id|>``, ``<|im_end|>``,
+``<end_of_turn>``... and the fill-in-the-middle pad / repository / file-separator tokens
+(SmolLM2's ``<reponame>``). So the same model gives the same end ids, and the same fingerprint,
+whether its GGUF file or its tokenizer was read. Added tokens that are special only by the marker
+rule never count as end tokens.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..errors import VocabError
-from .end_tokens import EOG_NAMES
+from .end_tokens import llama_cpp_end_tokens
 from .token_text import SPIECE_SPACE, decode_byte_level, looks_like_marker, parse_byte_piece
 from .vocab import Vocab
 
@@ -130,6 +133,23 @@ def _check_id(t: Any, what: str) -> int:
     return t
 
 
+def _end_ids(tokens: list[bytes | None], special: set[int], declared: Any) -> list[int]:
+    """llama.cpp's end-of-generation rules (:mod:`.end_tokens`) over the tokens the tokenizer
+    calls special, plus the declared ``eos_token_id``: the same ids :func:`from_gguf` finds in
+    the GGUF file converted from this tokenizer. Only special tokens are matched by name (Gemma's
+    plain ``"</s>"``, an HTML tag, is no end)."""
+    n = len(tokens)
+    names = [t if i in special and t is not None else b"" for i, t in enumerate(tokens)]
+    declared_ids = [t for t in (declared if isinstance(declared, (list, tuple)) else [declared]) if _valid(t, n)]
+    keys = {"eos": declared_ids[0]} if declared_ids else {}
+    rules = llama_cpp_end_tokens(names, keys, {})
+    return sorted(rules.eog_ids | set(declared_ids))
+
+
+def _valid(tid: Any, n: int) -> bool:
+    return isinstance(tid, int) and not isinstance(tid, bool) and 0 <= tid < n
+
+
 def load_hf_vocab(
     tokenizer: Any,
     *,
@@ -218,12 +238,6 @@ def load_hf_vocab(
     if eos_token_ids is not None:
         eos = list(eos_token_ids)
     else:
-        # only tokens the tokenizer calls special: Gemma's plain "</s>" (an HTML tag) is no end
-        eos_set = {tid for tid in special if tokens[tid] is not None and tokens[tid] in EOG_NAMES}
-        declared = getattr(hf, "eos_token_id", None) if hf is not None else None
-        for tid in declared if isinstance(declared, (list, tuple)) else [declared]:
-            if isinstance(tid, int) and 0 <= tid < n:
-                eos_set.add(tid)
-        eos = sorted(eos_set)
+        eos = _end_ids(tokens, special, getattr(hf, "eos_token_id", None) if hf is not None else None)
     name = str(getattr(hf, "name_or_path", "") or "") if hf is not None else ""
     return Vocab(tokens, eos_token_ids=eos, special_token_ids=special | markers, logit_width=logit_width, name=name)
