@@ -145,8 +145,8 @@ def generation_options(
         raise StructgenError(f"max_tokens must be a positive integer, not {max_tokens!r}")
     if on_max_tokens not in ("close", "error"):
         raise StructgenError(f"on_max_tokens must be 'close' or 'error', not {on_max_tokens!r}")
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
-        raise StructgenError(f"seed must be an integer or None, not {seed!r}")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+        raise StructgenError(f"seed must be a non-negative integer or None, not {seed!r}")
     stops = (stop,) if isinstance(stop, str) else tuple(stop or ())
     if any(not isinstance(s, str) or not s for s in stops):
         raise StructgenError("stop must be a non-empty string or a list of them")

@@ -307,3 +307,9 @@ def test_sampler_only_returns_allowed_ids():
     logits = np.array([9.0, 0.0, 5.0, 0.0], dtype=np.float32)
     sampler = Sampler(SamplingOptions(temperature=2.0), seed=5)
     assert {sampler.sample(logits, np.array([1, 3])) for _ in range(50)} <= {1, 3}
+
+
+def test_a_negative_seed_is_a_structgen_error(vocab):
+    # numpy's generator refuses negative seeds with a ValueError deep in the sampler
+    with pytest.raises(StructgenError, match="seed"):
+        generate(ScriptedRuntime(vocab, "no"), yes_no(), "answer:", seed=-1)
