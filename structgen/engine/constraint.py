@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Iterable, Sequence
 
 import numpy as np
 
+from ..deadline import check_deadline, deadline_problem, deadline_scope
 from ..errors import ConstraintError, GrammarError, LimitError
 from ..grammar import ir
 from ..grammar.grammar import Grammar
@@ -161,15 +162,19 @@ class Constraint:
         """
         if mode not in ("lazy", "aot"):
             raise ValueError("mode must be 'lazy' or 'aot'")
-        machines = build_machines(grammar)
-        system = ConfigSystem(
-            machines,
-            max_stacks_per_config=limits.max_stacks_per_config,
-            max_configs=limits.max_configs,
-        )
-        c = cls(grammar, vocab, machines, system, limits)
-        if mode == "aot":
-            c.precompute(limits.aot_max_configs)
+        problem = deadline_problem(limits.deadline_s)
+        if problem is not None:
+            raise ConstraintError(f"EngineLimits.deadline_s {problem}")
+        with deadline_scope(limits.deadline_s, limit="deadline_s"):
+            machines = build_machines(grammar)
+            system = ConfigSystem(
+                machines,
+                max_stacks_per_config=limits.max_stacks_per_config,
+                max_configs=limits.max_configs,
+            )
+            c = cls(grammar, vocab, machines, system, limits)
+            if mode == "aot":
+                c.precompute(limits.aot_max_configs)
         return c
 
     def _resolve_atoms(self, atoms: Sequence[ir.Token]) -> list[tuple[np.ndarray, bool]]:
@@ -690,6 +695,7 @@ class Constraint:
         while frontier and len(seen) < max_configs:
             nxt = []
             for cid in frontier:
+                check_deadline()
                 self.mask_words(cid)
                 targets = set(self.row(cid).tolist())
                 targets |= {self._atom_step(cid, k) for k in range(len(self._atom_ids))}
@@ -699,6 +705,7 @@ class Constraint:
                         nxt.append(t)
             frontier = nxt
         for cid in frontier:
+            check_deadline()
             self.mask_words(cid)
         return len(seen)
 

@@ -17,6 +17,9 @@ class EngineLimits:
     max_cached_masks: int = 8192
     #: Configurations explored and masked up front by ``mode="aot"``.
     aot_max_configs: int = 2000
+    #: Seconds :meth:`~structgen.Constraint.compile` may take, ``mode="aot"``'s precomputation
+    #: included (None: no bound); past it, a LimitError names ``deadline_s``.
+    deadline_s: float | None = None
 
 
 DEFAULT_ENGINE_LIMITS = EngineLimits()

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
+from ..deadline import check_deadline
 from ..errors import GrammarError, LimitError
 from ..grammar import ir
 from ..grammar.grammar import Grammar
@@ -212,6 +213,7 @@ class _Lowering:
         t = self.memo.get(n)
         if t is not None:
             return t
+        check_deadline()
         s = self.s
         if isinstance(n, ir.Literal):
             t = s.seq_list([s.bytes_(1 << b) for b in n.data])

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any, Callable
 
+from ..deadline import check_deadline
 from ..errors import LimitError, SchemaError
 from ..grammar import ir
 from .json_text import (
@@ -150,6 +151,7 @@ class Emitter:
 
     def run(self) -> None:
         while self.queue:
+            check_deadline()
             h, depth, name = self.queue.pop()
             self.rules[name] = self.schema_node(self.ctx.normalize(h), depth, name)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from typing import Any, Literal
 
+from ..deadline import deadline_problem
 from ..errors import SchemaError
 
 #: In-place applicators are followed recursively; this bound keeps Python's stack safe.
@@ -70,6 +71,9 @@ class SchemaOptions:
     max_count_states: int = 20_000
     max_pattern_cells: int = 16
     max_rules: int = 200_000
+    #: Seconds the whole translation may take (None: no bound); past it, a LimitError names
+    #: ``deadline_s``. Counts bound most work, but some schemas within every count are slow.
+    deadline_s: float | None = None
 
     def __post_init__(self) -> None:
         _check_choice("whitespace", self.whitespace, ("flexible", "compact", "pretty"))
@@ -88,6 +92,9 @@ class SchemaOptions:
                 keyword=None,
                 pointer="",
             )
+        problem = deadline_problem(self.deadline_s)
+        if problem is not None:
+            raise SchemaError(f"option deadline_s {problem}", keyword=None, pointer="")
         if self.whitespace_pattern is not None and not isinstance(self.whitespace_pattern, str):
             raise SchemaError("option whitespace_pattern must be a regex string", keyword=None, pointer="")
 
