@@ -124,3 +124,28 @@ def test_a_failed_translation_leaves_no_deadline_behind() -> None:
         Grammar.from_json_schema(SCHEMA, deadline_s=TINY)
     check_deadline()
     assert Grammar.from_json_schema(SCHEMA) is not None
+
+
+# -- long literals within every limit -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("make", "quoted"),
+    [
+        (lambda text: Grammar.from_json_schema({"const": text}), True),
+        (lambda text: Grammar.from_json_schema({"type": "string", "pattern": f"^{text}$"}), True),
+        (lambda text: Grammar.from_regex(f"^{text}$"), False),
+    ],
+    ids=["const", "pattern", "regex"],
+)
+def test_a_long_literal_compiles_and_walks(make, quoted: bool) -> None:  # noqa: ANN001 - a grammar factory
+    """A literal 12,000 bytes long is a right-nested chain of terms that long; the checks after
+    lowering walked it recursively and failed with a misleading ``max_nesting``."""
+    text = "ab" * 6_000
+    constraint = Constraint.compile(make(text), byte_vocab())
+    state = constraint.start()
+    first = b'"' if quoted else b"a"
+    assert state.is_allowed(first[0])
+    written = (f'"{text}"' if quoted else text).encode()
+    assert state.commit_tokens(list(written[:64]))
+    assert not state.is_accepting() and state.is_allowed(written[64])
