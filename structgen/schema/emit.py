@@ -58,6 +58,8 @@ class Emitter:
         self.handle_names: dict[tuple[Handle, Depth], str] = {}
         self.name_handle: dict[str, Handle] = {}
         self.keyed: dict[Any, str] = {}
+        #: what is left of ``any_order_total_states`` for small objects (objects.py)
+        self.any_order_budget: int = self.opts.any_order_total_states
         self.queue: list[tuple[Handle, Depth, str]] = []
         self.pretty_depths = pretty_depths
         self.recursive = recursive

@@ -48,6 +48,19 @@ class SchemaOptions:
     unbounded_whitespace_ok: bool = False
     #: Order of listed properties: the ``properties`` order, required ones first, or any order.
     property_order: PropertyOrder = "schema"
+    #: Objects with at most this many listed properties take them in any order whatever
+    #: ``property_order`` says (0: never). A model writes keys in the order it learned, which
+    #: is often not the schema's (MaskBench's instances, merged schemas whose discriminating key
+    #: comes from a later branch); up to 6 keys the any-order states (at most 2**6 per count)
+    #: cost little.
+    any_order_up_to: int = 6
+    #: In larger objects, up to this many required keys may come anywhere among the ordered
+    #: ones (0: never): models often write the required keys (a ``oneOf`` branch's
+    #: discriminator, ``name``, ``type``) first.
+    any_order_required_up_to: int = 3
+    #: Any-order states all the objects of one schema may take through ``any_order_up_to``;
+    #: past it, the remaining small objects keep the fixed order (no error).
+    any_order_total_states: int = 4096
     #: Forbid properties a schema does not list even where it allows them.
     strict: bool = False
     #: ``"exact"``: ``oneOf`` enforced exactly or refused; ``"any_of"``: treated as ``anyOf``.
