@@ -15,11 +15,14 @@ from typing import Any
 from .errors import LimitError
 
 
-def check_limit_fields(limits: Any, minimums: dict[str, int] | None = None) -> None:
+def check_limit_fields(limits: Any, minimums: dict[str, int] | None = None, *, skip: tuple[str, ...] = ()) -> None:
     """Refuse a dataclass of limits whose fields are not ints at least their minimum (1 unless
-    ``minimums`` says otherwise); the LimitError names the field."""
+    ``minimums`` says otherwise); the LimitError names the field. Fields in ``skip`` are the
+    caller's to check (a deadline in seconds is no count)."""
     kind = type(limits).__name__
     for f in fields(limits):
+        if f.name in skip:
+            continue
         value = getattr(limits, f.name)
         low = (minimums or {}).get(f.name, 1)
         # bool is an int subclass, but True for a count is a typo, not a tuning

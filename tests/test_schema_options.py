@@ -86,9 +86,13 @@ def test_custom_whitespace_pattern() -> None:
     assert g.matches('{"a":1}') and not g.matches('{"a":x1}')
 
 
+#: the fixed orders alone: small objects take any order, larger ones float their required keys
+FIXED_ORDER = {"any_order_up_to": 0, "any_order_required_up_to": 0}
+
+
 def test_property_order_schema_default() -> None:
     schema = {"properties": {"a": {}, "b": {}, "c": {}}, "required": ["c"]}
-    g = json_schema_to_grammar(schema)
+    g = json_schema_to_grammar(schema, **FIXED_ORDER)
     assert g.matches('{"a":1,"c":2}') and g.matches('{"c":2}')
     assert not g.matches('{"c":2,"a":1}')
     assert g.matches('{"c":2,"zz":1}') and not g.matches('{"zz":1,"c":2}')
@@ -96,9 +100,17 @@ def test_property_order_schema_default() -> None:
 
 def test_property_order_required_first() -> None:
     schema = {"properties": {"a": {}, "b": {}, "c": {}}, "required": ["c"]}
-    g = json_schema_to_grammar(schema, property_order="required_first")
+    g = json_schema_to_grammar(schema, property_order="required_first", **FIXED_ORDER)
     assert g.matches('{"c":2,"a":1,"b":3}')
     assert not g.matches('{"a":1,"c":2}')
+
+
+def test_small_objects_take_any_order_by_default() -> None:
+    schema = {"properties": {"a": {}, "b": {}, "c": {}}, "required": ["c"]}
+    for order in ("schema", "required_first"):
+        g = json_schema_to_grammar(schema, property_order=order)
+        assert g.matches('{"c":2,"a":1}') and g.matches('{"zz":1,"c":2,"b":3}')
+        assert not g.matches('{"c":2,"c":1}') and not g.matches('{"a":1}')
 
 
 def test_property_order_any() -> None:

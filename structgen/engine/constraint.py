@@ -16,6 +16,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from ..deadline import check_deadline, deadline_scope
 from ..errors import ConstraintError, GrammarError, LimitError
 from ..grammar import ir
 from ..grammar.grammar import Grammar
@@ -182,15 +183,16 @@ class Constraint:
             raise ConstraintError(f"mode must be 'lazy' or 'aot', not {mode!r}")
         if not isinstance(limits, EngineLimits):
             raise ConstraintError(f"limits must be an EngineLimits, not {type(limits).__name__}")
-        machines = build_machines(grammar)
-        system = ConfigSystem(
-            machines,
-            max_stacks_per_config=limits.max_stacks_per_config,
-            max_configs=limits.max_configs,
-        )
-        c = cls(grammar, vocab, machines, system, limits)
-        if mode == "aot":
-            c.precompute(limits.aot_max_configs)
+        with deadline_scope(limits.deadline_s, limit="deadline_s"):
+            machines = build_machines(grammar)
+            system = ConfigSystem(
+                machines,
+                max_stacks_per_config=limits.max_stacks_per_config,
+                max_configs=limits.max_configs,
+            )
+            c = cls(grammar, vocab, machines, system, limits)
+            if mode == "aot":
+                c.precompute(limits.aot_max_configs)
         return c
 
     def _resolve_atoms(self, atoms: Sequence[ir.Token]) -> list[tuple[np.ndarray, bool]]:
@@ -803,6 +805,7 @@ class Constraint:
         while frontier and len(seen) < max_configs:
             nxt = []
             for cid in frontier:
+                check_deadline()
                 self.mask_words(cid)
                 targets = set(self.row(cid).tolist())
                 targets |= {self._atom_step(cid, k) for k in range(len(self._atom_ids))}
@@ -812,6 +815,7 @@ class Constraint:
                         nxt.append(t)
             frontier = nxt
         for cid in frontier:
+            check_deadline()
             self.mask_words(cid)
         return len(seen)
 

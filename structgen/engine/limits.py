@@ -1,13 +1,16 @@
 """Bounds on the mask engine's work, each with a default that ordinary grammars never reach.
 
 The fields are validated when the limits are built (``structgen.limits.check_limit_fields``): each
-must be an int of at least 1 (``aot_max_configs`` may be 0), or a ``LimitError`` names the field.
+must be an int of at least 1 (``aot_max_configs`` may be 0; ``deadline_s`` is None or a positive
+number of seconds), or a ``LimitError`` names the field.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..deadline import deadline_problem
+from ..errors import LimitError
 from ..limits import check_limit_fields
 
 
@@ -28,9 +31,15 @@ class EngineLimits:
     #: masks; see ``Constraint.memory_bytes``), and the largest saved constraint ``load`` reads.
     #: 4 GiB: a 24 GB machine holds a few constraints at the bound beside a model's runtime.
     max_memory_bytes: int = 4 * 1024**3
+    #: Seconds :meth:`~structgen.Constraint.compile` may take, ``mode="aot"``'s precomputation
+    #: included (None: no bound); past it, a LimitError names ``deadline_s``.
+    deadline_s: float | None = None
 
     def __post_init__(self) -> None:
-        check_limit_fields(self, {"aot_max_configs": 0})
+        check_limit_fields(self, {"aot_max_configs": 0}, skip=("deadline_s",))
+        problem = deadline_problem(self.deadline_s)
+        if problem is not None:
+            raise LimitError(f"EngineLimits.deadline_s {problem}", limit="deadline_s")
 
 
 DEFAULT_ENGINE_LIMITS = EngineLimits()

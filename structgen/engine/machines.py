@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
+from ..deadline import check_deadline
 from ..errors import GrammarError, LimitError
 from ..grammar import ir
 from ..grammar.emptiness import empty_rules
@@ -213,6 +214,7 @@ class _Lowering:
         t = self.memo.get(n)
         if t is not None:
             return t
+        check_deadline()
         s = self.s
         if isinstance(n, ir.Literal):
             t = s.seq_list([s.bytes_(1 << b) for b in n.data])
@@ -222,7 +224,16 @@ class _Lowering:
             seqs = class_sequences(n.codepoints())
             t = s.alt([s.seq_list([s.bytes_(mask_of(lo, hi)) for lo, hi in seq]) for seq in seqs])
         elif isinstance(n, ir.Seq):
-            t = s.seq_list([self.lower(i) for i in n.items])
+            # a literal's bytes go straight into the sequence: lowered on its own and then
+            # joined, its chain of terms would be copied once more for the tail (seq keeps
+            # sequences right-nested), which for a long literal doubles the terms
+            parts: list[int] = []
+            for i in n.items:
+                if isinstance(i, ir.Literal) and i not in self.memo:
+                    parts.extend(s.bytes_(1 << b) for b in i.data)
+                else:
+                    parts.append(self.lower(i))
+            t = s.seq_list(parts)
         elif isinstance(n, ir.Alt):
             t = s.alt([self.lower(i) for i in n.items])
         elif isinstance(n, ir.Repeat):
@@ -361,7 +372,14 @@ def _productive(store: TermStore, bodies: list[int]) -> list[bool]:
             sym = store.a[t]
             return prod[(sym - SYMBOL_BASE) // 2] if is_call(sym) else True
         if k == SEQ_K:
-            return term_productive(store.a[t]) and term_productive(store.b[t])  # type: ignore[arg-type]
+            # along the right-nested spine without recursion (a long literal is a long spine),
+            # every suffix remembered
+            spine = _spine(store, t)
+            r = term_productive(spine[-1])
+            for u in reversed(spine[:-1]):
+                r = r and term_productive(store.a[u])
+                memo[u] = r
+            return r
         if k == ALT_K:
             return any(term_productive(u) for u in store.b[t])  # type: ignore[union-attr]
         if k == REPEAT_K:
@@ -408,6 +426,16 @@ def _refuse_left_recursion(store: TermStore, m: Machines) -> None:
                 stack.append((nxt, iter(sorted(graph[nxt]))))
 
 
+def _spine(store: TermStore, t: int) -> list[int]:
+    """The sequence terms along ``t``'s right-nested spine, then the last tail (not a sequence)."""
+    out = []
+    while store.kind[t] == SEQ_K:
+        out.append(t)
+        t = store.b[t]  # type: ignore[assignment]
+    out.append(t)
+    return out
+
+
 def _machine_shortest(store: TermStore, bodies: list[int]) -> list[int | None]:
     """Shortest sentence length of each machine in bytes (Bellman-Ford style fixpoint)."""
     inf = float("inf")
@@ -425,8 +453,13 @@ def _machine_shortest(store: TermStore, bodies: list[int]) -> list[int | None]:
         if k == SYM_K:
             sym = store.a[t]
             return best[(sym - SYMBOL_BASE) // 2] if is_call(sym) else 0
-        if k == SEQ_K:
-            return length(store.a[t]) + length(store.b[t])  # type: ignore[arg-type]
+        if k == SEQ_K:  # along the spine, as in _productive
+            spine = _spine(store, t)
+            total = length(spine[-1])
+            for u in reversed(spine[:-1]):
+                total += length(store.a[u])
+                memo[u] = total
+            return total
         if k == ALT_K:
             return min(length(u) for u in store.b[t])  # type: ignore[union-attr]
         if k == REPEAT_K:

@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from ..deadline import check_deadline
 from ..errors import GrammarError, LimitError
 from . import ir
 
@@ -353,6 +354,7 @@ class DFA:
 
         out.start = state((self.start, other.start))
         while todo:
+            check_deadline()
             a, b = todo.pop()
             src = index[(a, b)]
             ta = self.transitions[a]
@@ -552,6 +554,7 @@ def _node_to_dfa(node: ir.Node, t: CodepointTerms, max_states: int, depth: int) 
 
     out.start = state(node)
     while todo:
+        check_deadline()
         term = todo.popleft()
         src = index[term]
         trans: Transitions = []
@@ -629,6 +632,7 @@ def language_is_empty(
     seen = {node}
     todo = [node]  # depth first: a non-empty language usually shows a witness within its length
     while todo:
+        check_deadline()
         term = todo.pop()
         if t.nullable(term):
             return False

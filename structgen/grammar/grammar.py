@@ -11,6 +11,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 from typing import Literal as Lit
 
+from ..deadline import check_deadline
 from ..errors import GrammarError
 from ..limits import DEFAULT_GRAMMAR_LIMITS, GrammarLimits
 from . import ir
@@ -107,6 +108,7 @@ class Grammar:
         if self._start not in self._rules and self._externs.get(self._start) != "grammar":
             raise GrammarError(f"start rule {self._start!r} is not defined", rule=self._start)
         for name, body in self._rules.items():
+            check_deadline()
             if ir.depth(body) > limits.max_nesting:
                 from ..errors import LimitError
 

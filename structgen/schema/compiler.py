@@ -15,6 +15,7 @@ import json
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ..deadline import check_deadline
 from ..errors import LimitError, SchemaError
 from ..grammar import Grammar
 from .algebra import intersect, intersect_all, union
@@ -151,6 +152,7 @@ class Compiler:
         cached = self._cache.get(h)
         if cached is not None:
             return cached
+        check_deadline()
         if h in self._active_set:
             index = self._active.index(h)
             steps = self._via[index + 1 :] + [via[0] if via is not None else None]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any, Callable
 
+from ..deadline import check_deadline
 from ..errors import LimitError, SchemaError
 from ..grammar import ir
 from .json_text import (
@@ -57,6 +58,8 @@ class Emitter:
         self.handle_names: dict[tuple[Handle, Depth], str] = {}
         self.name_handle: dict[str, Handle] = {}
         self.keyed: dict[Any, str] = {}
+        #: what is left of ``any_order_total_states`` for small objects (objects.py)
+        self.any_order_budget: int = self.opts.any_order_total_states
         self.queue: list[tuple[Handle, Depth, str]] = []
         self.pretty_depths = pretty_depths
         self.recursive = recursive
@@ -150,6 +153,7 @@ class Emitter:
 
     def run(self) -> None:
         while self.queue:
+            check_deadline()
             h, depth, name = self.queue.pop()
             self.rules[name] = self.schema_node(self.ctx.normalize(h), depth, name)
 

@@ -236,7 +236,7 @@ def _build(em: Any, rec: ObjectC, depth: Any, name: str) -> ir.Node:
     witness = _witness_entry(em, rec, all_listed, names_keys, depth) if rec.witnesses else None
     if witness is not None and witness == ir.NOTHING:
         return ir.NOTHING
-    if ctx.opts.property_order == "any":
+    if ctx.opts.property_order == "any" or _small_any_order(em, rec, entries, witness):
         ordered, bag = [], entries
     else:
         ordered = [e for e in entries if e.ordered]
@@ -248,8 +248,89 @@ def _build(em: Any, rec: ObjectC, depth: Any, name: str) -> ir.Node:
     if witness is not None and (bag or _Counter(rec.min_props, rec.max_props).counted):
         ctx.refuse("not", rec.ptr, "'some other key' together with counted or unordered keys is not supported")
         witness = None
-    body = _in_order(em, rec, ordered, bag, extras, depth, name, witness)
+    floating = _floating_required(em, rec, ordered, bag, witness)
+    if floating:
+        body = _with_floating(em, rec, [e for e in ordered if e not in floating], floating, extras, depth, name)
+    else:
+        body = _in_order(em, rec, ordered, bag, extras, depth, name, witness)
     return ir.seq(ir.lit("{"), body, ir.lit("}"))
+
+
+def _small_any_order(em: Any, rec: ObjectC, entries: list[_Entry], witness: ir.Node | None) -> bool:
+    """Whether this object's listed keys go in any order under ``any_order_up_to``: few enough
+    of them, and states left in the schema's budget (taken here). An object with a witness keeps
+    its order: the witness is not supported together with unordered keys."""
+    opts = em.opts
+    if witness is not None or not 1 < len(entries) <= opts.any_order_up_to:
+        return False
+    states = 2 ** len(entries) * (_Counter(rec.min_props, rec.max_props).cap + 1)
+    if states > min(em.any_order_budget, opts.max_any_order_states):
+        return False
+    em.any_order_budget -= states
+    return True
+
+
+def _floating_required(
+    em: Any, rec: ObjectC, ordered: list[_Entry], bag: list[_Entry], witness: ir.Node | None
+) -> list[_Entry]:
+    """The required keys of a larger object that may come anywhere among its ordered ones
+    (``any_order_required_up_to``): a model often writes an object's required keys (``name``,
+    ``type``, a ``oneOf`` branch's discriminator) first, whatever the schema's order. None when
+    the object has keys in any order already, a witness, or too many required keys; budget
+    taken as in :func:`_small_any_order`."""
+    opts = em.opts
+    if bag or witness is not None:
+        return []
+    floating = [e for e in ordered if e.required]
+    if not 1 <= len(floating) <= opts.any_order_required_up_to or len(floating) == len(ordered):
+        return []
+    counts = _Counter(rec.min_props, rec.max_props).cap + 1
+    states = 2 * (len(ordered) - len(floating) + 1) * 2 ** len(floating) * counts
+    if states > min(em.any_order_budget, opts.max_any_order_states):
+        return []
+    em.any_order_budget -= states
+    return floating
+
+
+def _with_floating(
+    em: Any,
+    rec: ObjectC,
+    entries: list[_Entry],
+    floating: list[_Entry],
+    extras: list[ir.Node],
+    depth: Any,
+    name: str,
+) -> ir.Node:
+    """Ordered entries with required ``floating`` ones anywhere among them, each once, then the
+    other keys. Two states per (position, floating keys written, count), so that each text has
+    one derivation: ``A`` (after a key, or at the start) may write a floating key or go on to
+    ``B``; ``B`` writes the ordered entry at the position or skips it if optional, and at the end
+    closes once every floating key is written."""
+    counter = _Counter(rec.min_props, rec.max_props)
+    lay = em.layout
+    n, full = len(entries), (1 << len(floating)) - 1
+    a_refs: dict[tuple[int, int, int], ir.Node] = {}
+    b_refs: dict[tuple[int, int, int], ir.Node] = {}
+    for i in range(n, -1, -1):
+        for written in range(full, -1, -1):
+            for c in range(counter.cap, -1, -1):
+                if i == n:
+                    b_body = _extras_tail(em, extras, counter, c, depth) if written == full else ir.NOTHING
+                else:
+                    e = entries[i]
+                    b_parts = [] if e.required else [b_refs[(i + 1, written, c)]]
+                    if counter.can_add(c):
+                        b_parts.append(ir.seq(lay.sep(c, depth), e.node, a_refs[(i + 1, written, counter.add(c))]))
+                    b_body = ir.alt(*b_parts)
+                b_refs[(i, written, c)] = em.define(f"{name}-{i}-{written}-{c}b", b_body)
+                a_parts = [b_refs[(i, written, c)]]
+                if counter.can_add(c):
+                    for k, f in enumerate(floating):
+                        if not written >> k & 1:
+                            step = a_refs[(i, written | 1 << k, counter.add(c))]
+                            a_parts.append(ir.seq(lay.sep(c, depth), f.node, step))
+                a_refs[(i, written, c)] = em.define(f"{name}-{i}-{written}-{c}a", ir.alt(*a_parts))
+    return a_refs[(0, 0, 0)]
 
 
 def _witness_entry(em: Any, rec: ObjectC, listed: list[str], names_keys: Any, depth: Any) -> ir.Node | None:

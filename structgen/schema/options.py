@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from typing import Any, Literal
 
+from ..deadline import deadline_problem
 from ..errors import SchemaError
 
 #: In-place applicators are followed recursively; this bound keeps Python's stack safe.
@@ -47,6 +48,19 @@ class SchemaOptions:
     unbounded_whitespace_ok: bool = False
     #: Order of listed properties: the ``properties`` order, required ones first, or any order.
     property_order: PropertyOrder = "schema"
+    #: Objects with at most this many listed properties take them in any order whatever
+    #: ``property_order`` says (0: never). A model writes keys in the order it learned, which
+    #: is often not the schema's (MaskBench's instances, merged schemas whose discriminating key
+    #: comes from a later branch); up to 6 keys the any-order states (at most 2**6 per count)
+    #: cost little.
+    any_order_up_to: int = 6
+    #: In larger objects, up to this many required keys may come anywhere among the ordered
+    #: ones (0: never): models often write the required keys (a ``oneOf`` branch's
+    #: discriminator, ``name``, ``type``) first.
+    any_order_required_up_to: int = 3
+    #: Any-order states all the objects of one schema may take through ``any_order_up_to``;
+    #: past it, the remaining small objects keep the fixed order (no error).
+    any_order_total_states: int = 4096
     #: Forbid properties a schema does not list even where it allows them.
     strict: bool = False
     #: ``"exact"``: ``oneOf`` enforced exactly or refused; ``"any_of"``: treated as ``anyOf``.
@@ -70,6 +84,9 @@ class SchemaOptions:
     max_count_states: int = 20_000
     max_pattern_cells: int = 16
     max_rules: int = 200_000
+    #: Seconds the whole translation may take (None: no bound); past it, a LimitError names
+    #: ``deadline_s``. Counts bound most work, but some schemas within every count are slow.
+    deadline_s: float | None = None
 
     def __post_init__(self) -> None:
         _check_choice("whitespace", self.whitespace, ("flexible", "compact", "pretty"))
@@ -88,6 +105,9 @@ class SchemaOptions:
                 keyword=None,
                 pointer="",
             )
+        problem = deadline_problem(self.deadline_s)
+        if problem is not None:
+            raise SchemaError(f"option deadline_s {problem}", keyword=None, pointer="")
         if self.whitespace_pattern is not None and not isinstance(self.whitespace_pattern, str):
             raise SchemaError("option whitespace_pattern must be a regex string", keyword=None, pointer="")
 

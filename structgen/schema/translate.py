@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..deadline import check_deadline, deadline_scope
 from ..errors import LimitError, SchemaError
 from ..grammar import Grammar
 from ..limits import GrammarLimits
@@ -53,7 +54,8 @@ def compile_schema(schema: Any, options: SchemaOptions | None = None, **kwargs: 
     """Translate a JSON Schema (dict, bool or JSON text) into a grammar, with the books."""
     opts = make_options(options, **kwargs)
     try:
-        return _compile(schema, opts)
+        with deadline_scope(opts.deadline_s, limit="deadline_s"):
+            return _compile(schema, opts)
     except RecursionError:  # a safety net: depth is bounded by limits checked before recursing
         raise LimitError(
             "the schema nests too deeply for this Python stack",
@@ -74,7 +76,9 @@ def _compile(schema: Any, opts: SchemaOptions) -> SchemaCompilation:
         )
         recursive = frozenset(em1.name_handle[n] for n in rec_names if n in em1.name_handle)
     ctx, em, start = _emit(doc, opts, pretty_depths=pretty, recursive=recursive)
+    check_deadline()
     rules = trim(em.rules, start)
+    check_deadline()
     if not rules:
         kw, ptr = ctx.empty_reason or ("false", "")
         raise SchemaError("the schema accepts no JSON value", keyword=kw, pointer=ptr)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from ..deadline import check_deadline
 from ..grammar import ir
 from ..grammar.graphs import nodes_on_cycles
 
@@ -232,6 +233,7 @@ def productive_rules(rules: dict[str, ir.Node], refs: dict[str, dict[str, int]])
     # one pass callees-first settles every rule outside cycles; a work list finishes the cycles
     work: list[str] = []
     for name in _post_order(graph):
+        check_deadline()
         if _productive_node(rules[name], productive):
             productive.add(name)
         else:
@@ -259,7 +261,10 @@ INLINE_MAX_NODES = 400
 
 def trim(rules: dict[str, ir.Node], start: str, *, inline_depth: int = 40, max_depth: int = 150) -> dict[str, ir.Node]:
     """Productive, reachable rules with single-use rules inlined; ``{}`` if ``start`` derives nothing."""
-    refs = {name: _ref_counts(body) for name, body in rules.items()}
+    refs: dict[str, dict[str, int]] = {}
+    for name, body in rules.items():
+        check_deadline()
+        refs[name] = _ref_counts(body)
     productive = productive_rules(rules, refs)
     if start not in productive:
         return {}
@@ -314,6 +319,7 @@ def _inline(
     inlined: set[str] = set()
     memo: dict[int, tuple[ir.Node, int]] = {}
     for name in order:
+        check_deadline()
         body = rules[name]
         subs = [r for r in refs[name] if r in candidates and depth_of.get(r, max_depth) <= inline_depth]
         if subs:
