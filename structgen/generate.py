@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import codecs
 import functools
+import inspect
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -165,6 +166,9 @@ def generation_options(
         bool(fast_forward),
         bool(overlap),
     )
+
+
+_GENERATION_OPTION_NAMES = frozenset(inspect.signature(generation_options).parameters)
 
 
 class Stream:
@@ -358,40 +362,20 @@ async def iterate_in_thread(steps: Generator[Any, None, Any]) -> AsyncIterator[A
         await worker
 
 
-def _prepare(
-    model: Any,
-    output_type: Any,
-    prompt: Any,
-    *,
-    schema_options: Mapping[str, Any] | None = None,
-    max_tokens: int = DEFAULT_MAX_TOKENS,
-    temperature: float = 1.0,
-    top_p: float = 1.0,
-    top_k: int = 0,
-    seed: int | None = None,
-    stop: str | Sequence[str] | None = None,
-    stop_token_ids: Sequence[int] | None = None,
-    on_max_tokens: str = "close",
-    fast_forward: bool = True,
-    overlap: bool = True,
-    repetition_penalty: float = 1.1,
-    repetition_window: int = 64,
-    **schema_kwargs: Any,
-) -> Generation:
-    opts = generation_options(
-        max_tokens,
-        temperature,
-        top_p,
-        top_k,
-        seed,
-        stop,
-        stop_token_ids,
-        on_max_tokens,
-        fast_forward,
-        overlap,
-        repetition_penalty,
-        repetition_window,
+def split_options(options: Mapping[str, Any]) -> tuple[GenerationOptions, dict[str, Any]]:
+    """Checked :class:`GenerationOptions` from the keywords :func:`generation_options` takes,
+    and the other keywords (the JSON Schema translator's options), apart."""
+    names = _GENERATION_OPTION_NAMES
+    return (
+        generation_options(**{k: v for k, v in options.items() if k in names}),
+        {k: v for k, v in options.items() if k not in names},
     )
+
+
+def _prepare(
+    model: Any, output_type: Any, prompt: Any, *, schema_options: Mapping[str, Any] | None = None, **options: Any
+) -> Generation:
+    opts, schema_kwargs = split_options(options)
     runtime = as_runtime(model)
     merged = dict(schema_options or {})
     merged.update(schema_kwargs)

@@ -19,7 +19,7 @@ from typing import Any, AsyncIterator, Callable, Generator, Iterator, Mapping, S
 
 from ..decoding import Segment
 from ..errors import GenerationError, StructgenError
-from ..generate import DEFAULT_MAX_TOKENS, Generation, GenerationResult, generation_options, iterate_in_thread
+from ..generate import DEFAULT_MAX_TOKENS, Generation, GenerationResult, iterate_in_thread, split_options
 from ..integrations.protocol import Runtime, as_runtime
 from ..output_spec import OutputSpec
 from ..output_types import resolve_output
@@ -262,22 +262,11 @@ def prepare_chat(
     parallel_tool_calls: bool = True,
     response_format: Any = None,
     thinking: Any = None,
-    max_tokens: int = DEFAULT_MAX_TOKENS,
     call_format: str | CallFormat | None = None,
-    temperature: float = 1.0,
-    top_p: float = 1.0,
-    top_k: int = 0,
-    seed: int | None = None,
-    stop: str | Sequence[str] | None = None,
-    stop_token_ids: Sequence[int] | None = None,
-    repetition_penalty: float = 1.1,
-    repetition_window: int = 64,
-    fast_forward: bool = True,
-    overlap: bool = True,
     schema_options: Mapping[str, Any] | None = None,
     template_options: Mapping[str, Any] | None = None,
     tuning: ChatTuning = DEFAULT_CHAT_TUNING,
-    **schema_kwargs: Any,
+    **options: Any,
 ) -> ChatRequest:
     """Check, render and compile a turn (see :func:`chat` for the arguments) without running it.
 
@@ -288,28 +277,18 @@ def prepare_chat(
     and a ``max_tokens`` that the shortest valid answer cannot fit (a
     :class:`~structgen.errors.GenerationError`).
     """
-    opts = generation_options(
-        max_tokens,
-        temperature,
-        top_p,
-        top_k,
-        seed,
-        stop,
-        stop_token_ids,
-        "close",
-        fast_forward,
-        overlap,
-        repetition_penalty,
-        repetition_window,
-    )
+    options.setdefault("max_tokens", DEFAULT_MAX_TOKENS)
+    if options.get("on_max_tokens", "close") != "close":
+        raise StructgenError("chat() always closes its answer within max_tokens (on_max_tokens='close')")
+    opts, schema_kwargs = split_options(options)
     if not isinstance(parallel_tool_calls, bool):
         raise StructgenError(f"parallel_tool_calls must be True or False, not {parallel_tool_calls!r}")
     msgs = check_messages(messages)
     toolset = _toolset(tools)
     mode, toolset = _tool_choice(tool_choice, toolset)
-    options = dict(schema_options or {})
-    options.update(schema_kwargs)
-    answer = _response_format(response_format, options)
+    translator = dict(schema_options or {})
+    translator.update(schema_kwargs)
+    answer = _response_format(response_format, translator)
     answer_spec, answer_type = answer if answer is not None else (None, None)
     think_budget = _thinking(thinking, tuning)
     runtime = as_runtime(model)
@@ -331,7 +310,7 @@ def prepare_chat(
         tool_choice=mode,
         parallel=parallel_tool_calls,
         answer=answer_spec.grammar if answer_spec is not None else None,
-        schema_options=options,
+        schema_options=translator,
     )
     segments.append(Segment(grammar, opts.max_tokens, "answer"))
     encode_rendered = getattr(runtime, "encode_rendered", None)

@@ -12,11 +12,10 @@ String escapes follow glrmask: in ``"..."`` the escape ``\\xNN`` is the code poi
 
 from __future__ import annotations
 
-import bisect
 import re
 from dataclasses import dataclass
 
-from ..errors import GrammarError
+from .text_lexer import LookaheadLexer
 
 # token kinds
 IDENT, INT, STRING, REGEX, PUNCT, EOF = "ident", "int", "string", "regex", "punct", "eof"
@@ -121,37 +120,8 @@ _PUNCT_NAMES = {
 }
 
 
-class Lexer:
+class Lexer(LookaheadLexer[Tok]):
     """Reads tokens from ``text`` one at a time, with one token of lookahead."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.pos = 0
-        self._line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
-        self._peeked: Tok | None = None
-
-    # -- positions ------------------------------------------------------------------------
-
-    def where(self, offset: int) -> tuple[int, int]:
-        """1-based (line, column) of a character offset."""
-        line = bisect.bisect_right(self._line_starts, offset)
-        return line, offset - self._line_starts[line - 1] + 1
-
-    def error(self, message: str, offset: int) -> GrammarError:
-        line, column = self.where(offset)
-        return GrammarError(message, line=line, column=column)
-
-    # -- tokens ---------------------------------------------------------------------------
-
-    def peek(self) -> Tok:
-        if self._peeked is None:
-            self._peeked = self._scan()
-        return self._peeked
-
-    def next(self) -> Tok:
-        tok = self.peek()
-        self._peeked = None
-        return tok
 
     def _skip_trivia(self) -> None:
         text, n = self.text, len(self.text)

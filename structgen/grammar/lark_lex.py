@@ -14,11 +14,10 @@ Lark, which reads strings as Python literals). Special-token forms
 
 from __future__ import annotations
 
-import bisect
 import re
 from dataclasses import dataclass
 
-from ..errors import GrammarError
+from .text_lexer import LookaheadLexer
 
 NAME, STRING, REGEX, INT, PUNCT, TOKENSET, SPECIAL, AT_TOKEN, AT_NAME, DIRECTIVE, NL, EOF = (
     "name",
@@ -72,37 +71,8 @@ class LarkTok:
         return f"{self.kind} {self.value!r}"
 
 
-class LarkLexer:
+class LarkLexer(LookaheadLexer[LarkTok]):
     """Reads Lark tokens from ``text`` with one token of lookahead."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.pos = 0
-        self._line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
-        self._peeked: LarkTok | None = None
-
-    # -- positions (the lowering of GLRM trees reports through ``error`` too) ---------------
-
-    def where(self, offset: int) -> tuple[int, int]:
-        """1-based (line, column) of a character offset."""
-        line = bisect.bisect_right(self._line_starts, offset)
-        return line, offset - self._line_starts[line - 1] + 1
-
-    def error(self, message: str, offset: int) -> GrammarError:
-        line, column = self.where(offset)
-        return GrammarError(message, line=line, column=column)
-
-    # -- tokens ---------------------------------------------------------------------------
-
-    def peek(self) -> LarkTok:
-        if self._peeked is None:
-            self._peeked = self._scan()
-        return self._peeked
-
-    def next(self) -> LarkTok:
-        tok = self.peek()
-        self._peeked = None
-        return tok
 
     def _scan(self) -> LarkTok:
         text = self.text
