@@ -422,3 +422,12 @@ def test_smollm2_format_lists_calls_in_one_block(vocab):
     req = prepare_chat(ScriptedRuntime(vocab, "x"), USER, tools=TOOLS, call_format="smollm2")
     assert "<tools>{" in req.prompt_text and "</tools>" in req.prompt_text
     assert detect_format(None, "smollm2").name == "smollm2"
+
+
+def test_malformed_tool_parameters_are_refused_before_the_prompt_is_rendered(vocab):
+    # the default system block reads the schema to write an example call: it must not be the one
+    # to find out that `properties` is not an object
+    for params in ({"type": None, "properties": True}, {"type": "object", "properties": [1]}):
+        tool = {"type": "function", "function": {"name": "f", "parameters": params}}
+        with pytest.raises(StructgenError):
+            prepare_chat(ScriptedRuntime(vocab, "x"), USER, tools=[tool])

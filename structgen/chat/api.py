@@ -297,12 +297,9 @@ def prepare_chat(
     template_vars = dict(template_options or {})
     if think_budget is not None:
         template_vars.setdefault("enable_thinking", True)
-    prompt_text, templated = render_prompt(runtime, msgs, toolset, fmt, mode, template_vars)
-    segments = []
-    if think_budget is not None:
-        opened = prompt_text.rstrip().endswith(fmt.think_open)
-        segments.append(Segment(thinking_grammar(fmt, vocab, opened=opened), think_budget, "reasoning"))
     calls_possible = toolset is not None and mode != "none"
+    # the answer's grammar first: a tool schema that cannot be enforced is refused before the
+    # prompt is rendered from it
     grammar = answer_grammar(
         fmt,
         vocab,
@@ -312,6 +309,11 @@ def prepare_chat(
         answer=answer_spec.grammar if answer_spec is not None else None,
         schema_options=translator,
     )
+    prompt_text, templated = render_prompt(runtime, msgs, toolset, fmt, mode, template_vars)
+    segments = []
+    if think_budget is not None:
+        opened = prompt_text.rstrip().endswith(fmt.think_open)
+        segments.append(Segment(thinking_grammar(fmt, vocab, opened=opened), think_budget, "reasoning"))
     segments.append(Segment(grammar, opts.max_tokens, "answer"))
     encode_rendered = getattr(runtime, "encode_rendered", None)
     if templated and encode_rendered is not None:

@@ -126,20 +126,27 @@ class CallFormat:
 
 def _example_call(tool: Mapping[str, Any]) -> dict[str, Any]:
     """A call of ``tool`` with placeholder values for its required arguments (a small model copies
-    an example of a real tool far more reliably than a schema)."""
+    an example of a real tool far more reliably than a schema). Reads the schema defensively: it
+    is shown to the model before (and whether or not) anything else checks it."""
     spec = tool.get("function", tool)
-    params = spec.get("parameters") or {}
-    props = params.get("properties") or {}
+    params = spec.get("parameters") if isinstance(spec, Mapping) else None
+    params = params if isinstance(params, Mapping) else {}
+    props = params.get("properties")
+    props = props if isinstance(props, Mapping) else {}
+    required = params.get("required")
+    names = [n for n in required if isinstance(n, str)] if isinstance(required, list) else list(props)[:1]
     args: dict[str, Any] = {}
-    for name in params.get("required") or list(props)[:1]:
-        sub = props.get(name) or {}
+    for name in names:
+        sub = props.get(name)
+        sub = sub if isinstance(sub, Mapping) else {}
         if isinstance(sub.get("enum"), list) and sub["enum"]:
             args[name] = sub["enum"][0]
         else:
-            args[name] = {"integer": 1, "number": 1.5, "boolean": True, "array": [], "object": {}}.get(
-                sub.get("type"), sub.get("title") or name
-            )
-    return {"name": spec.get("name", "TOOL_NAME"), "arguments": args}
+            kind = sub.get("type") if isinstance(sub.get("type"), str) else None
+            title = sub.get("title") if isinstance(sub.get("title"), str) else name
+            args[name] = {"integer": 1, "number": 1.5, "boolean": True, "array": [], "object": {}}.get(kind, title)
+    name = spec.get("name") if isinstance(spec, Mapping) else None
+    return {"name": name if isinstance(name, str) else "TOOL_NAME", "arguments": args}
 
 
 HERMES = CallFormat("hermes", "blocks", open="<tool_call>", close="</tool_call>", template_markers=("<tool_call>",))
