@@ -24,7 +24,7 @@ from ..integrations.protocol import Runtime, as_runtime
 from ..output_spec import OutputSpec
 from ..output_types import resolve_output
 from ..partials import PartialCall, PartialReader
-from ..prompts import ChatTemplate, check_messages, plain_transcript
+from ..prompts import check_messages, compiled_template, plain_transcript
 from ..tools import Tool, ToolCall, ToolSet
 from .calls import AnswerScanner, RawCall, call_start, split_answer
 from .formats import CallFormat, call_format, detect_format
@@ -398,7 +398,7 @@ def render_prompt(
     results written as text in the format. A model without a template gets the plain transcript.
     """
     source = getattr(runtime, "chat_template", None)
-    template = ChatTemplate(source, **(getattr(runtime, "template_tokens", None) or {})) if source else None
+    template = compiled_template(source, **(getattr(runtime, "template_tokens", None) or {})) if source else None
     definitions = toolset.to_openai() if toolset is not None else []
     if template is not None and template.supports_tools:
         return template.render(messages, tools=definitions or None, **template_vars), True

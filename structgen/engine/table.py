@@ -56,8 +56,8 @@ CHOICE_NODES = 64
 #: Term flags that keep a stack out of choice walks: greedy lexemes anywhere in its term. Calls
 #: keep it out where one can come first (``TermStore.first_syms``); a call further on (the value
 #: of a key an object allows besides its own, which is any JSON) is met by a later derivative,
-#: which is then no choice. Until 2026-12-01 any call or set operation anywhere kept a stack
-#: out (engine.md); tests put that back.
+#: which is then no choice. Tests that want the stricter exclusion (any call or set operation
+#: anywhere keeps a stack out) set it themselves.
 CHOICE_EXCLUDES = HAS_POSS
 #: Whether a walk also follows the choices it meets below the root (after a string value's
 #: closing quote: the comma, the next key) by choice walks, within the same node budget, for

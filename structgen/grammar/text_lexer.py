@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from abc import ABC, abstractmethod
 from typing import Generic, TypeVar
 
 from ..errors import GrammarError
@@ -15,7 +16,7 @@ from ..errors import GrammarError
 T = TypeVar("T")
 
 
-class LookaheadLexer(Generic[T]):
+class LookaheadLexer(ABC, Generic[T]):
     """Tokens of ``text`` one at a time, with one of lookahead, and errors that say where."""
 
     def __init__(self, text: str) -> None:
@@ -43,5 +44,6 @@ class LookaheadLexer(Generic[T]):
         self._peeked = None
         return tok
 
+    @abstractmethod
     def _scan(self) -> T:
-        raise NotImplementedError
+        """The token at ``self.pos``; moves ``pos`` past it."""

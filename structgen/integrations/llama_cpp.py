@@ -27,7 +27,7 @@ import numpy as np
 from ..decoding import Decoding, Segment
 from ..errors import StructgenError, VocabError
 from ..output_types import resolve_output
-from ..prompts import ChatTemplate, check_messages, check_text, is_chat, plain_transcript
+from ..prompts import ChatTemplate, check_messages, check_text, compiled_template, is_chat, plain_transcript
 from ..vocab import Vocab
 from .protocol import as_runtime, register_adapter
 
@@ -118,7 +118,7 @@ class LlamaCppRuntime:
         if not self._template_ready:
             source = self.chat_template
             if source:
-                self._template = ChatTemplate(source, **self.template_tokens)
+                self._template = compiled_template(source, **self.template_tokens)
             self._template_ready = True
         return self._template
 

@@ -27,7 +27,7 @@ import numpy as np
 from ..decoding import Decoding, Segment
 from ..errors import StructgenError, VocabError
 from ..output_types import resolve_output
-from ..prompts import ChatTemplate, check_messages, check_text, is_chat, plain_transcript
+from ..prompts import ChatTemplate, check_messages, check_text, compiled_template, is_chat, plain_transcript
 from ..vocab import Vocab
 from .protocol import register_adapter
 
@@ -134,7 +134,7 @@ class TransformersRuntime:
             messages = check_messages(prompt)
             if self.chat_template:
                 if self._template is None:
-                    self._template = ChatTemplate(self.chat_template, **self.template_tokens)
+                    self._template = compiled_template(self.chat_template, **self.template_tokens)
                 return self.encode_rendered(self._template.render(messages))
             prompt = plain_transcript(messages)
         return list(self.tokenizer(check_text(prompt), add_special_tokens=True)["input_ids"])

@@ -8,6 +8,6 @@
 """
 
 from .messages import check_messages, check_text, is_chat, plain_transcript
-from .template import ChatTemplate
+from .template import ChatTemplate, compiled_template
 
-__all__ = ["ChatTemplate", "check_messages", "check_text", "is_chat", "plain_transcript"]
+__all__ = ["ChatTemplate", "compiled_template", "check_messages", "check_text", "is_chat", "plain_transcript"]

@@ -16,6 +16,7 @@ it): it is imported when a template is first built.
 from __future__ import annotations
 
 import datetime
+import functools
 import json
 from typing import Any, Mapping, Sequence
 
@@ -83,6 +84,13 @@ class ChatTemplate:
         except (TypeError, ValueError, KeyError, AttributeError, IndexError) as e:
             # templates index and concatenate freely; a message shape they do not expect lands here
             raise StructgenError(f"the model's chat template failed on these messages: {e!r}") from e
+
+
+@functools.lru_cache(maxsize=32)
+def compiled_template(source: str, bos_token: str = "", eos_token: str = "") -> ChatTemplate:
+    """The :class:`ChatTemplate` of ``source``, compiled once per process (a server renders the
+    same model's template for every request; 32 covers the models one process serves)."""
+    return ChatTemplate(source, bos_token=bos_token, eos_token=eos_token)
 
 
 class _TemplateRaised(Exception):
