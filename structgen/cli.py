@@ -352,6 +352,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--api-key", help="require 'Authorization: Bearer KEY' (default: $STRUCTGEN_API_KEY)")
     p.add_argument("--n-ctx", type=int, default=4096, help="context length (llama runtime)")
     p.add_argument("--threads", type=int, default=None)
+    p.add_argument(
+        "--constraint-cache",
+        dest="constraint_cache",
+        default=None,
+        help="folder for compiled constraints kept between runs (default: constraints/ in the structgen cache)",
+    )
+    p.add_argument(
+        "--no-constraint-cache",
+        dest="constraint_cache",
+        action="store_const",
+        const="",
+        help="keep compiled constraints in memory only",
+    )
     p.set_defaults(func=cmd_serve)
     return ap
 

@@ -488,3 +488,14 @@ def test_a_client_that_leaves_mid_body_is_no_server_error(live_server, caplog):
     health = httpx.get(f"{live_server}/health", headers={"Authorization": f"Bearer {KEY}"}, timeout=30)
     assert health.json()["status"] == "ok"
     assert not [r for r in caplog.records if r.levelname == "ERROR"]
+
+
+def test_serve_keeps_compiled_constraints_in_the_cache_directory_unless_told_not_to(monkeypatch, tmp_path):
+    from structgen.cli import build_parser
+    from structgen.server.serve import constraint_store
+
+    monkeypatch.setenv("STRUCTGEN_CACHE_DIR", str(tmp_path))
+    parse = build_parser().parse_args
+    assert constraint_store(parse(["serve", "smollm2"]).constraint_cache) == str(tmp_path / "constraints")
+    assert constraint_store(parse(["serve", "smollm2", "--constraint-cache", "/x"]).constraint_cache) == "/x"
+    assert constraint_store(parse(["serve", "smollm2", "--no-constraint-cache"]).constraint_cache) is None

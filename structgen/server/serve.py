@@ -18,8 +18,10 @@ from typing import Any, Callable
 
 import uvicorn
 
+from .. import constraint_cache
 from ..errors import StructgenError
 from ..models import KNOWN_MODELS, load_llama, require_model
+from ..vocab.cache import cache_dir
 from .app import create_app
 from .config import ServerConfig
 
@@ -129,9 +131,21 @@ def api_key_from(flag: str | None) -> str | None:
     return key
 
 
+def constraint_store(flag: str | None) -> str | None:
+    """Where compiled constraints are kept between runs: ``--constraint-cache DIR``, none with
+    ``--no-constraint-cache``, else ``constraints/`` in the structgen cache directory. A server
+    meets the same schemas after every restart, and loading a compiled constraint is faster than
+    compiling it again."""
+    if flag is None:
+        return str(cache_dir() / "constraints")
+    return flag or None
+
+
 def main(args: Any) -> int:
     """The ``structgen serve`` command (arguments parsed by :mod:`structgen.cli`)."""
     api_key = api_key_from(args.api_key)
+    store = constraint_store(getattr(args, "constraint_cache", None))
+    constraint_cache.configure(constraint_cache.ConstraintCacheTuning(disk_dir=store))
     if args.host not in ("127.0.0.1", "localhost", "::1") and api_key is None:
         print(f"structgen serve: warning: listening on {args.host} without an API key", file=sys.stderr)
     model, name = load_model(args.model, args.runtime, n_ctx=args.n_ctx, threads=args.threads)
