@@ -116,6 +116,23 @@ class LlamaCppOracle:
             out.extend([part] if isinstance(part, int) else self.tokenize(part))
         return out
 
+    def allows_prefix(self, grammar: str, parts: Sequence[str | int] | str, root: str = "root") -> bool:
+        """Whether llama.cpp allows every token of the input in turn (whether it may stop after
+        them is not asked)."""
+        if isinstance(parts, str):
+            parts = [parts]
+        sampler = llama_cpp.llama_sampler_init_grammar(self.vocab, grammar.encode("utf-8"), root.encode("utf-8"))
+        if not sampler:
+            raise ValueError("llama.cpp refuses the grammar")
+        try:
+            for token in self.tokens_for(parts):
+                if not self._allowed(sampler, token):
+                    return False
+                llama_cpp.llama_sampler_accept(sampler, token)
+            return True
+        finally:
+            llama_cpp.llama_sampler_free(sampler)
+
     def accepts(self, grammar: str, parts: Sequence[str | int] | str, root: str = "root") -> bool:
         """Whether llama.cpp accepts the whole input (text parts and token ids) and may stop there."""
         if isinstance(parts, str):

@@ -4,8 +4,8 @@ compiled constraints kept on disk between processes."""
 
 from __future__ import annotations
 
-import pytest
 import numpy as np
+import pytest
 from generation_support import byte_vocab
 
 from structgen import Grammar, LimitError

@@ -19,7 +19,7 @@ from structgen import Vocab
 from structgen.engine.constraint import Constraint
 from structgen.errors import GrammarError
 from structgen.grammar import Grammar, ir
-from structgen.grammar.emptiness import empty_rules, is_empty_language, productive_rules
+from structgen.grammar.emptiness import empty_rules, is_empty_language, productive_rules, without_dead_ends
 
 END = 256
 #: every byte a token, and one end token: masks are sets of bytes plus "may end here"
@@ -330,3 +330,52 @@ def test_capped_glrm_reads_back() -> None:
     g = Grammar.from_json_schema({"type": "string"})
     capped = Grammar.from_glrm(g.to_glrm(max_string_length=4))
     assert capped.matches('"abcd"') and not capped.matches('"abcde"')
+
+
+# -- exported text without dead ends ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text", EMPTY_RULE_GBNF)
+def test_exported_text_leaves_out_what_derives_nothing(text: str) -> None:
+    g = Grammar.from_gbnf(text)
+    pruned = without_dead_ends(g)
+    assert set(pruned.rules) == productive_rules(g)
+    assert not empty_rules(pruned)
+    for exported in (Grammar.from_gbnf(g.to_gbnf()), Grammar.from_glrm(g.to_glrm())):
+        assert not empty_rules(exported)
+        assert exported.matches("b") and not exported.matcher().feed(b"a")
+
+
+def test_a_grammar_without_sentences_is_exported_as_it_is() -> None:
+    g = Grammar.from_gbnf('root ::= "a" x\nx ::= [z-a]')
+    assert without_dead_ends(g) is g
+
+
+@settings(max_examples=300, deadline=None)
+@given(small_grammars, st.lists(st.text(alphabet="abc", max_size=6), min_size=1, max_size=6))
+def test_pruning_keeps_the_language(g: Grammar, samples: list[str]) -> None:
+    pruned = without_dead_ends(g)
+    if is_empty_language(g):
+        assert pruned is g
+        return
+    assert not empty_rules(pruned)
+    for s in samples:
+        assert pruned.matches(s) == g.matches(s), s
+
+
+def test_exported_gbnf_has_no_dead_end_in_llama_cpp() -> None:
+    """llama.cpp does not analyse emptiness: given the rule that derives nothing it lets a model
+    write ``a`` and then allows nothing; the exported text leaves that branch out."""
+    oracle_module = pytest.importorskip("llama_cpp_oracle")
+    if not oracle_module.available():
+        pytest.skip("llama-cpp-python is not installed")
+    oracle = oracle_module.LlamaCppOracle()
+    try:
+        raw = 'root ::= "a" x | "b"\nx ::= "c" x'
+        assert oracle.allows_prefix(raw, "a")  # what llama.cpp does with the grammar as written
+        text = Grammar.from_gbnf(raw).to_gbnf()
+        assert oracle.grammar_ok(text)
+        assert not oracle.allows_prefix(text, "a")
+        assert oracle.accepts(text, "b")
+    finally:
+        oracle.close()

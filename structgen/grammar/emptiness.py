@@ -159,3 +159,83 @@ def _productive(grammar: Grammar) -> frozenset[str]:
                 if missing[p] <= 0:
                     true_now.append(p)
     return frozenset(name for name, v in rule_vertex.items() if done[v])
+
+
+def without_dead_ends(grammar: Grammar) -> Grammar:
+    """``grammar`` with every part that derives nothing removed: rules without sentences, the
+    options of a choice that lead into one, optional repetitions of one. The language is the
+    same; what changes is what an engine that does not run this analysis offers. Exported text
+    (GBNF for llama.cpp, GLRM for glrmask) is written from this form, so that those engines never
+    let a model into a branch it cannot finish. A grammar whose start rule derives nothing is
+    returned as it is (there is nothing to keep)."""
+    live_rules = productive_rules(grammar)
+    if len(live_rules) == len(grammar.rules) or grammar.start not in live_rules:
+        return grammar
+    memo: dict[int, ir.Node | None] = {}
+    rules = {}
+    for name, body in grammar.rules.items():
+        if name in live_rules:
+            pruned = _prune(body, grammar, live_rules, memo)
+            assert pruned is not None  # a productive rule's body is productive
+            rules[name] = pruned
+    return type(grammar)(rules, grammar.start, externs=grammar.externs)
+
+
+def _prune(
+    root: ir.Node, grammar: Grammar, live_rules: frozenset[str], memo: dict[int, ir.Node | None]
+) -> ir.Node | None:
+    """The node without its dead parts, or None where it derives nothing; iterative post-order
+    (grammars may nest deeply), each distinct node once."""
+    stack: list[tuple[ir.Node, bool]] = [(root, False)]
+    while stack:
+        n, expanded = stack.pop()
+        if id(n) in memo:
+            continue
+        closed = ir.closed_facts(n)
+        if closed is not None and closed.plain:
+            memo[id(n)] = n if closed.shortest is not None else None
+            continue
+        if isinstance(n, ir.Ref):
+            memo[id(n)] = n if (n.name in live_rules or n.name not in grammar.rules) else None
+            continue
+        kids = n.children()
+        if not kids:
+            memo[id(n)] = n if leaf_productive(n) else None
+            continue
+        if not expanded:
+            stack.append((n, True))
+            stack.extend((c, False) for c in kids if id(c) not in memo)
+            continue
+        memo[id(n)] = _rebuilt(n, [memo[id(c)] for c in kids])
+    return memo[id(root)]
+
+
+def _rebuilt(n: ir.Node, new: list[ir.Node | None]) -> ir.Node | None:
+    kids = n.children()
+    if isinstance(n, ir.Alt):
+        alive = [k for k in new if k is not None]
+        if not alive:
+            return None
+        return n if len(alive) == len(kids) and all(a is b for a, b in zip(alive, kids)) else ir.alt(*alive)
+    if isinstance(n, ir.Repeat):
+        if new[0] is None:
+            return ir.EMPTY if n.min == 0 else None
+        return n if new[0] is kids[0] else ir.Repeat(new[0], n.min, n.max)
+    if isinstance(n, ir.Difference):
+        left, right = new
+        if left is None:
+            return None
+        if right is None:  # nothing to take away
+            return left
+        return n if left is kids[0] and right is kids[1] else ir.Difference(left, right)
+    if any(k is None for k in new):  # a sequence, an intersection, a lexeme: every part is needed
+        return None
+    if all(a is b for a, b in zip(new, kids)):
+        return n
+    if isinstance(n, ir.Seq):
+        return ir.Seq(tuple(new))  # type: ignore[arg-type]
+    if isinstance(n, ir.Lexeme):
+        return ir.Lexeme(new[0])  # type: ignore[arg-type]
+    if isinstance(n, ir.Intersection):
+        return ir.Intersection(new[0], new[1])  # type: ignore[arg-type]
+    raise TypeError(f"unknown node {n!r}")  # pragma: no cover - every kind with children is above

@@ -15,6 +15,7 @@ from ..deadline import check_deadline
 from ..errors import GrammarError
 from ..limits import DEFAULT_GRAMMAR_LIMITS, GrammarLimits
 from . import ir
+from .emptiness import without_dead_ends
 from .graphs import nodes_on_cycles
 
 if TYPE_CHECKING:
@@ -270,11 +271,13 @@ class Grammar:
         structgen's own loop): ``max_string_length`` and ``max_digits`` cap the free runs of
         strings and of number digits in the text written (:mod:`.bounded_runs`), so that a
         model cannot run on inside one until ``max_tokens``. The language is then smaller.
+        Parts that derive nothing are left out (:func:`.emptiness.without_dead_ends`): llama.cpp
+        would let a model into them and then allow nothing.
         """
         from .bounded_runs import bound_runs
         from .gbnf import write_gbnf
 
-        return write_gbnf(bound_runs(self, max_string_length=max_string_length, max_digits=max_digits))
+        return write_gbnf(bound_runs(without_dead_ends(self), max_string_length=max_string_length, max_digits=max_digits))
 
     def to_glrm(self, *, max_string_length: int | None = None, max_digits: int | None = None) -> str:
         """GLRM text that glrmask 0.5.0 reads unchanged and that means this grammar's language
@@ -282,7 +285,7 @@ class Grammar:
         from .bounded_runs import bound_runs
         from .glrm import write_glrm
 
-        return write_glrm(bound_runs(self, max_string_length=max_string_length, max_digits=max_digits))
+        return write_glrm(bound_runs(without_dead_ends(self), max_string_length=max_string_length, max_digits=max_digits))
 
     # -- matching -------------------------------------------------------------------------
 
