@@ -11,7 +11,7 @@ Besides the usual operators the store has ``AND``, ``DIFF`` (regular set operati
 nullability depend on the next byte, so :meth:`TermStore.nullable_at` takes a lookahead: a byte,
 :data:`LA_END` (end of input) or :data:`LA_TOKEN` (a whole token symbol follows).
 
-Costs (measured on this machine, see benchmarks/results/2026-11-30-engine-development-log.md): one derivative of a cached term is a dict
+Costs (measured on this machine, see docs/engine.md): one derivative of a cached term is a dict
 lookup; a new derivative costs a few microseconds per node of the term's head.
 """
 

@@ -277,7 +277,8 @@ class Grammar:
         from .bounded_runs import bound_runs
         from .gbnf import write_gbnf
 
-        return write_gbnf(bound_runs(without_dead_ends(self), max_string_length=max_string_length, max_digits=max_digits))
+        live = without_dead_ends(self)
+        return write_gbnf(bound_runs(live, max_string_length=max_string_length, max_digits=max_digits))
 
     def to_glrm(self, *, max_string_length: int | None = None, max_digits: int | None = None) -> str:
         """GLRM text that glrmask 0.5.0 reads unchanged and that means this grammar's language
@@ -285,7 +286,8 @@ class Grammar:
         from .bounded_runs import bound_runs
         from .glrm import write_glrm
 
-        return write_glrm(bound_runs(without_dead_ends(self), max_string_length=max_string_length, max_digits=max_digits))
+        live = without_dead_ends(self)
+        return write_glrm(bound_runs(live, max_string_length=max_string_length, max_digits=max_digits))
 
     # -- matching -------------------------------------------------------------------------
 
