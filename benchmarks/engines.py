@@ -27,6 +27,9 @@ import numpy as np
 
 PEERS = ("xgrammar", "llguidance", "glrmask", "outlines")
 ENGINES = ("structgen",) + PEERS
+#: the stream mode (``bench_masks.py --stream``): structgen in each compile mode, and the peers
+#: that compile every schema of ``schemas/`` (outlines-core times out on three)
+STREAM_ENGINES = ("structgen-lazy", "structgen-aot", "glrmask", "llguidance", "xgrammar")
 SPACINGS = ("compact", "default")
 
 
@@ -523,6 +526,8 @@ class OutlinesEngine:
 def make_engine(name: str, options: dict[str, Any]) -> Any:
     if name == "structgen":
         return StructgenEngine(options.get("structgen_grammars", "auto"), options.get("structgen_mode", "lazy"))
+    if name in ("structgen-lazy", "structgen-aot"):
+        return StructgenEngine(options.get("structgen_grammars", "auto"), name.removeprefix("structgen-"))
     return {
         "xgrammar": XGrammarEngine,
         "llguidance": LLGuidanceEngine,

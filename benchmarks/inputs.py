@@ -58,6 +58,30 @@ class Job:
     walks: list[Walk] = field(default_factory=list)
 
 
+@dataclass
+class StreamJob:
+    """One schema of the stream mode: compile once, then walk every request once, in order."""
+
+    case: str
+    group: str
+    schema: Any
+    walks: list[Walk] = field(default_factory=list)
+    #: seconds of walking after which the remaining requests are left (soft: a walk is finished)
+    walk_cap_s: float = 120.0
+    #: keep the compiled object in the worker for a later :class:`BatchJob`
+    keep: bool = False
+
+
+@dataclass
+class BatchJob:
+    """Batch fill on the constraints a worker kept from its stream jobs: (case, ids) per row."""
+
+    requests: list[tuple[str, list[int]]]
+    steps: int
+    case: str = "fill_bitmasks"
+    group: str = "batch"
+
+
 def serialise(value: Any, spacing: str) -> str:
     if spacing == "compact":
         return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
