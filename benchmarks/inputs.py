@@ -158,6 +158,27 @@ def maskbench_sample(n: int, max_instances: int = 3) -> list[Case]:
     return ordered[:n]
 
 
+def maskbench_cases(names: list[str]) -> list[Case]:
+    """The MaskBench schemas of these short names (``Github_easy---o9924``), all their valid
+    instances; a name the archive lacks is an error."""
+    corpora = corpora_dir()
+    archive = corpora / "jsonschemabench" / "maskbench-data-full.tar.xz" if corpora else None
+    if archive is None or not archive.is_file():
+        raise SystemExit("MaskBench archive missing: see /work/shared/corpora/README.md")
+    wanted = {f"data/{n}.json": n for n in names}
+    found: dict[str, Case] = {}
+    with tarfile.open(archive) as tf:
+        for member in tf:
+            if member.name in wanted and (f := tf.extractfile(member)) is not None:
+                data = json.load(f)
+                valid = [t["data"] for t in data.get("tests", []) if t.get("valid")]
+                found[wanted[member.name]] = Case(wanted[member.name], data["schema"], valid, group="maskbench")
+    missing = [n for n in names if n not in found]
+    if missing:
+        raise SystemExit(f"not in schemas/ nor in MaskBench: {', '.join(missing)}")
+    return [found[n] for n in names]
+
+
 class Tokenizer:
     """Token ids for text, as the model's runtime produces them mid-sequence (no BOS, no
     SentencePiece dummy-prefix space); checked to decode back to the same bytes."""

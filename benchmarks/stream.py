@@ -28,7 +28,18 @@ import numpy as np
 
 from benchmarks import report
 from benchmarks.engines import vocab_data
-from benchmarks.inputs import BatchJob, Case, StreamJob, Tokenizer, Walk, maskbench_sample, vocab_path
+from benchmarks.inputs import (
+    SCHEMAS_DIR,
+    BatchJob,
+    Case,
+    StreamJob,
+    Tokenizer,
+    Walk,
+    load_named_schemas,
+    maskbench_cases,
+    maskbench_sample,
+    vocab_path,
+)
 from benchmarks.runner import WorkerRunner
 from benchmarks.stream_instances import InstanceGenerator, StreamSet, StreamTuning, stream_set
 
@@ -191,9 +202,13 @@ def run_stream(args: Any, root: pathlib.Path) -> dict[str, Any]:
     vocab = args.vocab.split(",")[0]
     engines = [e for e in args.engines.split(",") if e]
     names = None if args.schemas == "all" else ([] if args.schemas == "none" else args.schemas.split(","))
-    from benchmarks.inputs import load_named_schemas
-
-    cases = load_named_schemas(names) if names != [] else []
+    # names of schemas/ first, in their order; other names are MaskBench's (Github_easy---o9924)
+    named = sorted(p.stem for p in SCHEMAS_DIR.glob("*.json"))
+    if names is None:
+        cases = load_named_schemas()
+    else:
+        ours, theirs = [n for n in names if n in named], [n for n in names if n not in named]
+        cases = (load_named_schemas(ours) if ours else []) + (maskbench_cases(theirs) if theirs else [])
     cases += maskbench_sample(args.maskbench, max_instances=10_000) if args.maskbench > 0 else []
     tuning = StreamTuning(
         instances=args.stream_instances, seed=args.stream_seed, generation_cap_s=args.stream_generation_cap

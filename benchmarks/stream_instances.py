@@ -1,4 +1,4 @@
-"""The stream benchmark's requests: per schema, distinct valid instances, each to be walked once.
+r"""The stream benchmark's requests: per schema, distinct valid instances, each to be walked once.
 
 For every schema the set is the instances that come with it (``schemas/instances/NAME.jsonl``, or
 the MaskBench file's valid tests) followed by instances drawn with ``hypothesis-jsonschema``,
@@ -9,7 +9,9 @@ seeded per schema, until :attr:`StreamTuning.instances` distinct texts are found
   a generation engine writes them in: structgen accepts other orders only in objects of at most
   ``SchemaOptions.any_order_up_to`` keys, and its peers follow the schema's order;
 * is checked with ``jsonschema`` (formats asserted) after reordering; an invalid one is counted
-  and left out;
+  and left out. Patterns are matched as ECMA-262 reads them (:func:`ecma_patterns`): there
+  ``\d`` and ``\w`` are ASCII, where Python's ``re`` also takes other scripts' digits and letters;
+  the generator draws from the same reading;
 * is serialised one way only, :func:`request_text`: ``json.dumps`` with its default ``", "`` and
   ``": "`` separators and ``ensure_ascii=False``, keys in the instance's order. That spacing is
   one a model writes and the only one every engine's schema grammar takes (glrmask's takes no
@@ -81,9 +83,44 @@ def case_seed(base: int, name: str) -> int:
     return int.from_bytes(hashlib.sha256(f"{base}:{name}".encode()).digest()[:4], "little")
 
 
+#: keywords whose values are data, not schemas; keywords whose values map names to schemas
+_DATA_KEYS = frozenset({"enum", "const", "default", "examples", "example"})
+_NAME_MAPS = frozenset({"properties", "patternProperties", "dependentSchemas", "dependencies"})
+_DEFS = frozenset({"$defs", "definitions"})
+
+
+def ecma_patterns(schema: Any) -> Any:
+    r"""``schema`` with every ``pattern`` and ``patternProperties`` regex prefixed with ``(?a)``:
+    Python's ``re`` then matches ``\d``, ``\w`` and ``\b`` in ASCII only, as ECMA-262 (JSON
+    Schema's regex dialect) does. (ECMA's ``\s`` takes more than ASCII's: an instance that needs
+    that is left out, never a wrong one let in.)"""
+
+    def visit(node: Any) -> Any:
+        if isinstance(node, list):
+            return [visit(x) for x in node]
+        if not isinstance(node, dict):
+            return node
+        out: dict[str, Any] = {}
+        for k, v in node.items():
+            if k in _DATA_KEYS:
+                out[k] = v
+            elif k == "pattern" and isinstance(v, str):
+                out[k] = "(?a)" + v
+            elif k == "patternProperties" and isinstance(v, dict):
+                out[k] = {"(?a)" + name: visit(sub) for name, sub in v.items()}
+            elif k in _NAME_MAPS and isinstance(v, dict):
+                out[k] = {name: visit(sub) for name, sub in v.items()}
+            else:
+                out[k] = visit(v)
+        return out
+
+    return visit(schema)
+
+
 def validator_for(schema: Any) -> Any:
+    """A ``jsonschema`` validator of ``schema`` (its own draft, formats asserted, ECMA patterns)."""
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    return cls(schema, format_checker=cls.FORMAT_CHECKER)
+    return cls(ecma_patterns(schema), format_checker=cls.FORMAT_CHECKER)
 
 
 # -- generation (runs in the child process) ------------------------------------------------------
@@ -120,11 +157,6 @@ def _install_many_shim() -> None:
 
     if not hasattr(cu.many, "more"):
         _from_schema.cu = types.SimpleNamespace(**{**vars(cu), "many": _OldStyleMany})
-
-
-_DATA_KEYS = frozenset({"enum", "const", "default", "examples", "example"})
-_NAME_MAPS = frozenset({"properties", "patternProperties", "dependentSchemas", "dependencies"})
-_DEFS = frozenset({"$defs", "definitions"})
 
 
 def _pointer(root: Any, ref: str) -> Any:
@@ -349,7 +381,7 @@ def stream_set(
     want = tuning.instances - len(seen)
     if want > 0 and generator is not None:
         # draw more than needed: some are invalid, duplicates of given ones, or reordered alike
-        values, error, unrolled = generator.generate(schema, want + want // 2 + 4, seed, tuning)
+        values, error, unrolled = generator.generate(ecma_patterns(schema), want + want // 2 + 4, seed, tuning)
         out.generation_error = error
         counts["unrolled"] = int(unrolled)
         for value in values:

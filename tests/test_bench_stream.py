@@ -22,6 +22,7 @@ from benchmarks.stream_instances import (  # noqa: E402
     request_text,
     stream_set,
     unroll_refs,
+    validator_for,
 )
 
 pytest.importorskip("hypothesis_jsonschema")
@@ -37,6 +38,18 @@ def test_unrolled_recursion_has_no_refs_and_accepts_a_subset() -> None:
     assert original.is_valid(leaf) and original.is_valid(deep)
     assert jsonschema.Draft202012Validator(flat).is_valid(leaf)
     assert not jsonschema.Draft202012Validator(flat).is_valid(deep)  # past two levels: false
+
+
+def test_patterns_are_read_as_ecma_262() -> None:
+    """``\\d`` and ``\\w`` are ASCII in JSON Schema's regex dialect; Python's ``re`` takes other
+    scripts' digits too, which every engine (rightly) refuses."""
+    schema = {"type": "object", "patternProperties": {"^\\w+$": {"type": "string", "pattern": "^\\d+$"}}}
+    schema["additionalProperties"] = False
+    v = validator_for(schema)
+    assert v.is_valid({"a_1": "123"})
+    assert not v.is_valid({"a": "\u0661\u0662"})  # Arabic-Indic digits
+    assert not v.is_valid({"\u00e9": "1"})
+    assert jsonschema.Draft202012Validator(schema).is_valid({"a": "\u0661\u0662"})  # plain re: valid
 
 
 def test_requests_are_distinct_valid_in_schema_order_and_repeatable() -> None:
