@@ -131,6 +131,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     s.add_argument("--stream-batch-rows", type=int, default=64, help="states of the batch-fill figure")
     s.add_argument("--stream-batch-steps", type=int, default=32, help="steps of the batch-fill figure")
     s.add_argument("--label", help="write benchmarks/results/DATE-stream-LABEL.json and .md")
+    s.add_argument(
+        "--structgen-from",
+        metavar="DIR",
+        help="the structgen workers import structgen from this checkout (default: this script's)",
+    )
     p.add_argument(
         "--hot", action="store_true", help="also a third pass over every walk (HOT: every configuration seen before)"
     )

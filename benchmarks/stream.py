@@ -247,6 +247,11 @@ def run_stream(args: Any, root: pathlib.Path) -> dict[str, Any]:
     jobs, out["requests"] = build_stream_jobs(cases, sets, tok, args.stream_walk_cap)
     del tok
     options = {"repo_root": str(root), "structgen_grammars": args.structgen_grammars, "tracemalloc": False}
+    if args.structgen_from:
+        sg_root = pathlib.Path(args.structgen_from).resolve()
+        if not (sg_root / "structgen" / "__init__.py").is_file():
+            raise SystemExit(f"--structgen-from {args.structgen_from}: no structgen package there")
+        options["structgen_root"] = str(sg_root)
     runners: dict[str, WorkerRunner] = {}
     out["prepare"], out["versions"] = {}, {}
     for engine in engines:

@@ -316,6 +316,13 @@ def worker_main(conn: Any, engine_name: str, vocab_name: str, path: str, options
     root = options["repo_root"]
     if root not in sys.path:
         sys.path.insert(0, root)
+    structgen_root = options.get("structgen_root")
+    if structgen_root:
+        # the benchmark's own modules first, then structgen from the other checkout ahead of them
+        import benchmarks.engines  # noqa: F401
+        import benchmarks.inputs  # noqa: F401
+
+        sys.path.insert(0, structgen_root)
     temp_cache = None
     try:
         is_structgen = engine_name.startswith("structgen")
