@@ -4,6 +4,7 @@ backend) and llguidance.
 
     python benchmarks/batch_bitmask.py [--batches 8,32,128] [--steps 24] [--vocab llama-bpe]
         [--engines structgen,xgrammar,llguidance] [--json out.json]
+    python benchmarks/batch_bitmask.py --fill-bitmasks [ROWS] [--steps 24]
 
 Every request of a batch has its own schema (the named schemas of ``schemas/`` first, then a
 deterministic MaskBench sample) and its own output (one valid instance of its schema, tokenized
@@ -17,6 +18,10 @@ differently): "warm", what a server sees once its schemas repeat. The default vo
 ``llama-bpe``, is Llama 3's (128,256 tokens). One process, engines one after the other: a short
 side-by-side on this machine, not an isolated benchmark (see ``bench_masks.py`` for that).
 Needs the peers: ``pip install -e '.[bench]'``.
+
+``--fill-bitmasks`` is structgen alone: per step, one ``structgen.fill_bitmasks`` call for the
+whole batch against one ``State.fill_bitmask`` call per row (:func:`time_fill_bitmasks`, which
+``bench_masks.py --stream`` also runs on the constraints its stream compiled).
 """
 
 from __future__ import annotations
@@ -56,6 +61,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--vocab", default="llama-bpe", help="vocabulary asset (llama-bpe is Llama 3's)")
     p.add_argument("--engines", default="structgen,xgrammar,llguidance", help="comma list of engines")
     p.add_argument("--json", metavar="OUT", help="write the figures to this JSON file")
+    p.add_argument(
+        "--fill-bitmasks",
+        type=int,
+        nargs="?",
+        const=64,
+        default=None,
+        metavar="ROWS",
+        help="structgen only: fill_bitmasks for a batch of ROWS (default 64) against one fill_bitmask call per row",
+    )
     return p.parse_args(argv)
 
 
@@ -117,6 +131,82 @@ def run_batch(
     return times
 
 
+def time_fill_bitmasks(requests: list[tuple[Any, list[int]]], words: int, steps: int) -> dict[str, Any]:
+    """Per step, ``fill_bitmasks(states, out)`` once against ``state.fill_bitmask(out, i)`` for
+    every row; ``requests`` are (compiled ``Constraint``, token ids) per row.
+
+    Each step times both, alternating which goes first: the first computes the masks of
+    configurations met for the first time, the second finds them cached, so the figures are
+    reported per position (first, second) as well as per call. Then every row commits its next
+    token (untimed); a finished row starts its output again from a fresh state."""
+    from structgen import fill_bitmasks
+
+    now = time.perf_counter_ns
+    out = np.zeros((len(requests), words), dtype=np.int32)
+    states = [c.start() for c, _ids in requests]
+    done = [0] * len(requests)
+    timed: dict[str, list[int]] = {"batch_first": [], "batch_second": [], "single_first": [], "single_second": []}
+
+    def batch() -> int:
+        t = now()
+        fill_bitmasks(states, out)
+        return now() - t
+
+    def singles() -> int:
+        t = now()
+        for i, st in enumerate(states):
+            st.fill_bitmask(out, i)
+        return now() - t
+
+    for step in range(steps):
+        if step % 2 == 0:
+            timed["batch_first"].append(batch())
+            timed["single_second"].append(singles())
+        else:
+            timed["single_first"].append(singles())
+            timed["batch_second"].append(batch())
+        for i, (c, ids) in enumerate(requests):
+            if done[i] == len(ids):
+                states[i] = c.start()
+                done[i] = 0
+            states[i].commit_token(ids[done[i]])
+            done[i] += 1
+    res: dict[str, Any] = {"rows": len(requests), "steps": steps}
+    for k, v in timed.items():
+        res[f"{k}_p50_us"] = statistics.median(v) / 1e3 if v else None
+        res[f"{k}_mean_us"] = statistics.fmean(v) / 1e3 if v else None
+    for call in ("batch", "single"):
+        both = timed[f"{call}_first"] + timed[f"{call}_second"]
+        res[f"{call}_p50_us"] = statistics.median(both) / 1e3
+        res[f"{call}_mean_us"] = statistics.fmean(both) / 1e3
+    res["batch_over_single_p50"] = res["batch_p50_us"] / res["single_p50_us"] if res["single_p50_us"] else None
+    return res
+
+
+def fill_bitmasks_main(args: argparse.Namespace, vd: Any, tokenizer: Tokenizer) -> int:
+    """``--fill-bitmasks``: structgen's batch call against one call per row, one batch size."""
+    batch = args.fill_bitmasks
+    engine = make_engine("structgen", {})
+    engine.prepare(vd)
+    cases = candidate_cases(batch)
+    compiled = compile_all(engine, cases)
+    requests = [r for r in requests_for(cases, tokenizer) if r.case in compiled]
+    requests = [r for r in requests if check_walk(engine, compiled[r.case], r.ids)]
+    if not requests:
+        raise SystemExit("no schema compiled")
+    rows = [(compiled[r.case], r.ids) for r in (requests * (batch // len(requests) + 1))[:batch]]
+    res = time_fill_bitmasks(rows, vd.words, args.steps)
+    res["schemas"] = len({r.case for r in requests[:batch]})
+    print(
+        f"{res['rows']} rows ({res['schemas']} schemas), {res['steps']} steps: fill_bitmasks p50 "
+        f"{res['batch_p50_us']:.1f} µs, {res['rows']} fill_bitmask calls p50 {res['single_p50_us']:.1f} µs "
+        f"(first of the step: {res['batch_first_p50_us']:.1f} / {res['single_first_p50_us']:.1f} µs)"
+    )
+    if args.json:
+        pathlib.Path(args.json).write_text(json.dumps(res, indent=1), encoding="utf-8")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     batches = [int(b) for b in args.batches.split(",")]
@@ -126,6 +216,8 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"vocabulary {args.vocab!r} not found: run python tools/fetch_assets.py")
     vd = vocab_data(args.vocab, path)
     tokenizer = Tokenizer(args.vocab, path, vd)
+    if args.fill_bitmasks is not None:
+        return fill_bitmasks_main(args, vd, tokenizer)
     cases = candidate_cases(max(batches))
     engines = {}
     compiled: dict[str, dict[str, Any]] = {}

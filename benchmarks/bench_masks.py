@@ -3,6 +3,8 @@
     python benchmarks/bench_masks.py [--vocab llama-bpe,qwen2,llama-spm,gemma3] [--schemas NAMES]
         [--engines structgen,xgrammar,llguidance,glrmask,outlines] [--maskbench N] [--quick]
         [--json out.json]
+    python benchmarks/bench_masks.py --stream [--vocab llama-bpe] [--schemas NAMES] [--maskbench N]
+        [--engines structgen-lazy,structgen-aot,glrmask,llguidance,xgrammar] [--label LABEL]
 
 For every vocabulary, every engine runs in its own worker process (one at a time: the machine
 has 2 cores) and measures: vocabulary preprocessing (once), then for each schema the compile
@@ -10,6 +12,12 @@ time, the time to the first mask, per-token mask time (p50 / p99 / max) on a COL
 use of the freshly compiled grammar) and on WARM walks (every instance again, compact and
 default-spaced), commit time, and memory (RSS growth of the worker; tracemalloc for the Python
 side, in a separate untimed pass). ``docs/performance.md`` records a run and explains the columns.
+
+``--stream`` is another measurement (:mod:`benchmarks.stream`): per schema one compiled object per
+engine, then at least 20 distinct requests walked once each on it, every mask timed. There the
+defaults are the llama-bpe vocabulary, the engines above, and 50 MaskBench schemas when
+``--schemas`` is ``all`` (none when it names schemas); ``--label`` writes
+``benchmarks/results/DATE-stream-LABEL.{json,md}``.
 """
 
 from __future__ import annotations
@@ -29,7 +37,13 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks import report  # noqa: E402
-from benchmarks.engines import ENGINES, PEERS, structgen_has_schema_translator, vocab_data  # noqa: E402
+from benchmarks.engines import (  # noqa: E402
+    ENGINES,
+    PEERS,
+    STREAM_ENGINES,
+    structgen_has_schema_translator,
+    vocab_data,
+)
 from benchmarks.inputs import VOCAB_ASSETS, Tokenizer, build_jobs, load_named_schemas, maskbench_sample, vocab_path  # noqa: E402
 from benchmarks.runner import WorkerRunner  # noqa: E402
 
@@ -40,10 +54,22 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    p.add_argument("--vocab", default=",".join(ALL_VOCABS), help=f"comma list of {', '.join(ALL_VOCABS)}")
+    p.add_argument(
+        "--vocab", default=None, help=f"comma list of {', '.join(ALL_VOCABS)} (default all; --stream: llama-bpe)"
+    )
     p.add_argument("--schemas", default="all", help="comma list of schemas/NAME.json names, 'all' or 'none'")
-    p.add_argument("--engines", default=",".join(ENGINES), help=f"comma list of {', '.join(ENGINES)}")
-    p.add_argument("--maskbench", type=int, default=50, metavar="N", help="MaskBench schemas to sample (0: none)")
+    p.add_argument(
+        "--engines",
+        default=None,
+        help=f"comma list of {', '.join(ENGINES)} (default all); --stream: of {', '.join(STREAM_ENGINES)}",
+    )
+    p.add_argument(
+        "--maskbench",
+        type=int,
+        default=None,
+        metavar="N",
+        help="MaskBench schemas to sample (0: none; default 50, --stream with named --schemas: 0)",
+    )
     p.add_argument(
         "--maskbench-vocab",
         default="first",
@@ -89,10 +115,41 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--structgen-mode", choices=["lazy", "aot"], default="lazy")
     p.add_argument("--no-tracemalloc", action="store_true", help="skip the untimed tracemalloc pass")
+    s = p.add_argument_group("stream mode (--stream)")
+    s.add_argument("--stream", action="store_true", help="the stream of distinct requests (benchmarks/stream.py)")
+    s.add_argument("--stream-instances", type=int, default=24, help="distinct requests per schema (default 24)")
+    s.add_argument("--stream-seed", type=int, default=20261201, help="seed of the instance generator")
+    s.add_argument(
+        "--stream-generation-cap", type=float, default=20.0, help="seconds of instance generation per schema"
+    )
+    s.add_argument(
+        "--stream-walk-cap",
+        type=float,
+        default=90.0,
+        help="seconds of walking per engine and schema; the requests left are not walked (default 90)",
+    )
+    s.add_argument("--stream-batch-rows", type=int, default=64, help="states of the batch-fill figure")
+    s.add_argument("--stream-batch-steps", type=int, default=32, help="steps of the batch-fill figure")
+    s.add_argument("--label", help="write benchmarks/results/DATE-stream-LABEL.json and .md")
+    s.add_argument(
+        "--structgen-from",
+        metavar="DIR",
+        help="the structgen workers import structgen from this checkout (default: this script's)",
+    )
     p.add_argument(
         "--hot", action="store_true", help="also a third pass over every walk (HOT: every configuration seen before)"
     )
     a = p.parse_args(argv)
+    if a.vocab is None:
+        a.vocab = "llama-bpe" if a.stream else ",".join(ALL_VOCABS)
+    if a.engines is None:
+        a.engines = ",".join(STREAM_ENGINES if a.stream else ENGINES)
+    if a.maskbench is None:
+        a.maskbench = 0 if a.stream and a.schemas != "all" else 50
+    known = STREAM_ENGINES if a.stream else ENGINES
+    for e in a.engines.split(","):
+        if e and e not in known:
+            p.error(f"unknown engine {e!r}: {', '.join(known)}")
     if a.quick:
         if a.vocab == ",".join(ALL_VOCABS):
             a.vocab = "llama-bpe"
@@ -587,6 +644,10 @@ def print_ratios(out: dict[str, Any]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.stream:
+        from benchmarks import stream
+
+        return stream.main(args, ROOT)
     out = run(args)
     print_report(out)
     if args.json:

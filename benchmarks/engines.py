@@ -27,6 +27,9 @@ import numpy as np
 
 PEERS = ("xgrammar", "llguidance", "glrmask", "outlines")
 ENGINES = ("structgen",) + PEERS
+#: the stream mode (``bench_masks.py --stream``): structgen in each compile mode, and the peers
+#: that compile every schema of ``schemas/`` (outlines-core times out on three)
+STREAM_ENGINES = ("structgen-lazy", "structgen-aot", "glrmask", "llguidance", "xgrammar")
 SPACINGS = ("compact", "default")
 
 
@@ -207,17 +210,21 @@ class StructgenEngine:
 
         # imported here, as the peers' modules are when their version is read, so that the first
         # compile of a worker does not carry the package's import time (about 100 ms)
+        import structgen
         import structgen.grammar.regex  # noqa: F401
         import structgen.schema  # noqa: F401
 
-        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        # the checkout structgen was imported from (``--structgen-from`` may name another one)
+        root = os.path.dirname(os.path.dirname(os.path.abspath(structgen.__file__)))
         try:
             rev = subprocess.run(
                 ["git", "-C", root, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10
             ).stdout.strip()
         except (OSError, subprocess.SubprocessError):
             rev = "?"
-        return f"git {rev} (mode={self.mode}, grammars={self.grammar_source})"
+        here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        where = "" if os.path.samefile(root, here) else f", from {root}"
+        return f"git {rev} (mode={self.mode}, grammars={self.grammar_source}{where})"
 
     def prepare(self, vd: VocabData) -> dict[str, float]:
         """Vocab.from_gguf + token trie, cold (empty cache directory) and then cached (disk).
@@ -523,6 +530,8 @@ class OutlinesEngine:
 def make_engine(name: str, options: dict[str, Any]) -> Any:
     if name == "structgen":
         return StructgenEngine(options.get("structgen_grammars", "auto"), options.get("structgen_mode", "lazy"))
+    if name in ("structgen-lazy", "structgen-aot"):
+        return StructgenEngine(options.get("structgen_grammars", "auto"), name.removeprefix("structgen-"))
     return {
         "xgrammar": XGrammarEngine,
         "llguidance": LLGuidanceEngine,

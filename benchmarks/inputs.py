@@ -58,6 +58,30 @@ class Job:
     walks: list[Walk] = field(default_factory=list)
 
 
+@dataclass
+class StreamJob:
+    """One schema of the stream mode: compile once, then walk every request once, in order."""
+
+    case: str
+    group: str
+    schema: Any
+    walks: list[Walk] = field(default_factory=list)
+    #: seconds of walking after which the remaining requests are left (soft: a walk is finished)
+    walk_cap_s: float = 120.0
+    #: keep the compiled object in the worker for a later :class:`BatchJob`
+    keep: bool = False
+
+
+@dataclass
+class BatchJob:
+    """Batch fill on the constraints a worker kept from its stream jobs: (case, ids) per row."""
+
+    requests: list[tuple[str, list[int]]]
+    steps: int
+    case: str = "fill_bitmasks"
+    group: str = "batch"
+
+
 def serialise(value: Any, spacing: str) -> str:
     if spacing == "compact":
         return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
@@ -132,6 +156,27 @@ def maskbench_sample(n: int, max_instances: int = 3) -> list[Case]:
                 found[member.name] = Case(short, data["schema"], valid[:max_instances], group="maskbench")
     ordered = [found[m] for m in names if m in found]
     return ordered[:n]
+
+
+def maskbench_cases(names: list[str]) -> list[Case]:
+    """The MaskBench schemas of these short names (``Github_easy---o9924``), all their valid
+    instances; a name the archive lacks is an error."""
+    corpora = corpora_dir()
+    archive = corpora / "jsonschemabench" / "maskbench-data-full.tar.xz" if corpora else None
+    if archive is None or not archive.is_file():
+        raise SystemExit("MaskBench archive missing: see /work/shared/corpora/README.md")
+    wanted = {f"data/{n}.json": n for n in names}
+    found: dict[str, Case] = {}
+    with tarfile.open(archive) as tf:
+        for member in tf:
+            if member.name in wanted and (f := tf.extractfile(member)) is not None:
+                data = json.load(f)
+                valid = [t["data"] for t in data.get("tests", []) if t.get("valid")]
+                found[wanted[member.name]] = Case(wanted[member.name], data["schema"], valid, group="maskbench")
+    missing = [n for n in names if n not in found]
+    if missing:
+        raise SystemExit(f"not in schemas/ nor in MaskBench: {', '.join(missing)}")
+    return [found[n] for n in names]
 
 
 class Tokenizer:

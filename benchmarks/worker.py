@@ -75,12 +75,14 @@ def run_walk(
     log: WalkLog,
     vd: Any,
     never: np.ndarray | None = None,
+    time_mask_words: bool = True,
 ) -> int | None:
     """Walk one instance; returns the first mask's time (start + fill, ns), None on failure.
 
-    ``never``: packed ids no mask may contain (special tokens, padding); checked untimed."""
+    ``never``: packed ids no mask may contain (special tokens, padding); checked untimed.
+    ``time_mask_words``: also time structgen's ``mask_words()`` after each fill."""
     now = time.perf_counter_ns
-    mask_words = getattr(engine, "mask_words", None)
+    mask_words = getattr(engine, "mask_words", None) if time_mask_words else None
     ids = list(walk.ids) + [eos]
     log.walks += 1
     t0 = now()
@@ -191,6 +193,109 @@ def measure_job(engine: Any, job: Any, vd: Any, options: dict[str, Any], send: A
     return result
 
 
+def _release_free_memory() -> None:
+    """Hand freed heap pages back to the system (glibc), so that an RSS difference measures what
+    is held rather than what an earlier schema left free for reuse."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
+def _held_rss() -> int:
+    gc.collect()
+    _release_free_memory()
+    return rss_bytes()
+
+
+def measure_stream(engine: Any, job: Any, vd: Any, send: Any, kept: dict[str, Any]) -> dict[str, Any]:
+    """One schema of the stream: one compile (timed), then every walk once on that compiled
+    object, every mask and commit timed (``start()`` too, apart), the first request included.
+
+    A walk the engine refuses ends at the refusal (its masks so far still count) and the stream
+    goes on with the next request. Memory: RSS held after the compile and after the stream, less
+    RSS before the compile (glibc's free pages handed back each time), and for structgen also
+    ``Constraint.memory_bytes()``."""
+    from benchmarks.engines import CompileError
+
+    now = time.perf_counter_ns
+    result: dict[str, Any] = {"case": job.case, "group": job.group, "walks_planned": len(job.walks)}
+    rss0 = _held_rss()
+    t = now()
+    try:
+        compiled = engine.compile(job.schema)
+    except CompileError as e:
+        status = "skipped" if str(e).startswith("skipped:") else "compile_error"
+        result.update(status=status, error=str(e), compile_s=(now() - t) / 1e9)
+        send(("compiled", {"error": str(e)}))
+        return result
+    except Exception as e:  # noqa: BLE001 - an engine bug must not end the run
+        result.update(status="compile_error", error=f"{type(e).__name__}: {e}"[:300], compile_s=(now() - t) / 1e9)
+        send(("compiled", {"error": str(e)[:300]}))
+        return result
+    result["compile_s"] = (now() - t) / 1e9
+    send(("compiled", {"compile_s": result["compile_s"]}))
+    result["rss_after_compile_bytes"] = _held_rss() - rss0
+    memory_bytes = getattr(compiled, "memory_bytes", None)
+    if memory_bytes is not None:
+        result["memory_bytes_after_compile"] = int(memory_bytes())
+    row = np.zeros(vd.words, dtype=np.int32)
+    never = vd.never_words()
+    walks_out = []
+    leaks, leaked, failures = 0, [], []
+    stop_at = time.monotonic() + job.walk_cap_s
+    for w in job.walks:
+        if time.monotonic() > stop_at:
+            result["capped"] = True
+            break
+        gc.collect()  # between requests, as in the other modes: a collection inside a walk still counts
+        log = WalkLog()
+        ok = run_walk(engine, compiled, w, vd.primary_eos, row, log, vd, never, time_mask_words=False) is not None
+        walks_out.append(
+            {
+                "instance": w.instance,
+                "ok": ok,
+                "fill_ns": np.asarray(log.fill, dtype=np.int64),
+                "commit_ns": np.asarray(log.commit, dtype=np.int64),
+                "start_ns": int(log.start[0]),
+            }
+        )
+        failures += log.failures
+        leaks += log.special_leaks
+        leaked = leaked or log.leaked_ids
+    result["walks"] = walks_out
+    result["failures"] = failures[:5]
+    result["rejected_walks"] = sum(1 for w in walks_out if not w["ok"])
+    result["special_leaks"] = leaks
+    result["leaked_ids"] = leaked
+    result["status"] = "ok"
+    result["rss_after_stream_bytes"] = _held_rss() - rss0
+    if memory_bytes is not None:
+        result["memory_bytes_after_stream"] = int(memory_bytes())
+    if job.keep:
+        kept[job.case] = compiled
+    del compiled
+    return result
+
+
+def measure_batch(job: Any, vd: Any, send: Any, kept: dict[str, Any]) -> dict[str, Any]:
+    """``fill_bitmasks`` against single fills on the constraints kept from the stream."""
+    from benchmarks.batch_bitmask import time_fill_bitmasks
+
+    send(("compiled", {}))
+    rows = [(kept[case], ids) for case, ids in job.requests if case in kept]
+    result: dict[str, Any] = {"case": job.case, "group": job.group}
+    if not rows:
+        return {**result, "status": "skipped", "error": "no constraint kept"}
+    gc.collect()
+    result.update(time_fill_bitmasks(rows, vd.words, job.steps))
+    result["schemas"] = len({case for case, _ids in job.requests if case in kept})
+    result["status"] = "ok"
+    return result
+
+
 def traced_pass(engine: Any, job: Any, walk: Any, vd: Any) -> dict[str, int]:
     """Python-side memory of a fresh compile and one walk (untimed: tracemalloc slows Python)."""
     gc.collect()
@@ -211,9 +316,17 @@ def worker_main(conn: Any, engine_name: str, vocab_name: str, path: str, options
     root = options["repo_root"]
     if root not in sys.path:
         sys.path.insert(0, root)
+    structgen_root = options.get("structgen_root")
+    if structgen_root:
+        # the benchmark's own modules first, then structgen from the other checkout ahead of them
+        import benchmarks.engines  # noqa: F401
+        import benchmarks.inputs  # noqa: F401
+
+        sys.path.insert(0, structgen_root)
     temp_cache = None
     try:
-        if engine_name == "structgen":
+        is_structgen = engine_name.startswith("structgen")
+        if is_structgen:
             # a fresh cache directory: the first preprocessing is cold
             temp_cache = tempfile.mkdtemp(prefix="structgen-bench-cache-")
             os.environ["STRUCTGEN_CACHE_DIR"] = temp_cache
@@ -224,7 +337,7 @@ def worker_main(conn: Any, engine_name: str, vocab_name: str, path: str, options
         engine = make_engine(engine_name, options)
         engine.version()  # imports the engine's package
         import_s = (time.perf_counter_ns() - t) / 1e9
-        if engine_name == "structgen":
+        if is_structgen:
             from benchmarks.engines import VocabData
 
             gc.collect()
@@ -250,11 +363,19 @@ def worker_main(conn: Any, engine_name: str, vocab_name: str, path: str, options
             "rss_prepare_bytes": rss_bytes() - rss0,
         }
         conn.send(("ready", info))
+        from benchmarks.inputs import BatchJob, StreamJob
+
+        kept: dict[str, Any] = {}  # compiled objects a StreamJob asked to keep, by case
         while True:
             job = conn.recv()
             if job is None:
                 break
-            result = measure_job(engine, job, vd, options, conn.send)
+            if isinstance(job, StreamJob):
+                result = measure_stream(engine, job, vd, conn.send, kept)
+            elif isinstance(job, BatchJob):
+                result = measure_batch(job, vd, conn.send, kept)
+            else:
+                result = measure_job(engine, job, vd, options, conn.send)
             result["rss_total_bytes"] = rss_bytes()
             result["peak_rss_bytes"] = peak_rss_bytes()
             conn.send(("done", result))
