@@ -1,0 +1,82 @@
+"""Long inputs whose parse state need not grow with their length (issue 23, items 8 and 9).
+
+A long property name, a long literal regex and a counted ``contains`` each made the engine's depth
+or its parallel parses grow with the length or the count: RecursionError or a misleading
+``LimitError('max_nesting')``, and a cost per token that grew with the position. These tests
+assert on depth, parallel parses and sizes (never on time) and compare masks with the matcher's.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from engine_support import greedy_tokens, load_vocab, pieces_vocab, reference_mask
+
+from structgen.engine import Constraint
+from structgen.engine.configs import MAX_LITERAL_RUN
+from structgen.schema import json_schema_to_grammar
+from structgen.vocab import Vocab
+
+
+@pytest.fixture(scope="module")
+def llama3() -> Vocab:
+    return load_vocab("llama-bpe")
+
+
+def _walk(c: Constraint, vocab: Vocab, text: bytes, check: set[int], grammar: object = None) -> list[int]:
+    """Commit ``text``'s greedy tokens; the stacks of each configuration met; masks compared with
+    the matcher's at the token positions in ``check``."""
+    state = c.start()
+    done = b""
+    stacks = []
+    for i, tok in enumerate(greedy_tokens(vocab, text)):
+        if i in check:
+            assert np.array_equal(state.mask(), reference_mask(grammar, vocab, done)), f"after {done[-40:]!r}"
+        else:
+            state.mask_words()
+        stacks.append(len(c._system.configs[state.config]))
+        assert state.commit_token(tok), f"token {i} refused after {done[-40:]!r}"
+        done += vocab.token_bytes(tok)
+    assert state.is_accepting()
+    return stacks
+
+
+# -- a long property name (item 9) ----------------------------------------------------------------
+
+
+def test_long_property_name_compiles_and_walks(llama3: Vocab) -> None:
+    """The keys other than a listed one are a trie of the listed key: a chain of rules as long as
+    the name. The engine's grammar analyses followed it by recursion (max_nesting at 5,000
+    characters); they walk it with an explicit stack."""
+    name = "a" * 6_000
+    schema = {"type": "object", "properties": {name: {"type": "string"}}, "required": [name]}
+    g = json_schema_to_grammar(schema)
+    text = json.dumps({name: "x", "ab": 1}, separators=(",", ":")).encode()
+    c = Constraint.compile(g, llama3)
+    _walk(c, llama3, text, set())
+    # a literal run holds a bounded piece of the key: in full, each position's run held the whole
+    # rest of it (quadratic in time and memory)
+    runs = [r for r in c._system._literal_tops.values() if r is not None]
+    assert runs and max(len(r[0]) for r in runs) <= MAX_LITERAL_RUN
+    # masks against the matcher's, on a vocabulary of the document's pieces (a small one: the
+    # matcher's mask is a walk over every token)
+    other = json.dumps({name: "y", "aab": 2, name[:-1]: 3}, separators=(",", ":")).encode()
+    pieces = pieces_vocab([text, other])
+    c = Constraint.compile(g, pieces)
+    # inside the long key, after it, in the key that leaves its trie early, in the one that
+    # ends one character short of it
+    at = [len(name) // 2, len(name) + 3, len(name) + 12, len(other) - len(name) // 2, len(other) - 4]
+    _walk(c, pieces, text, {_token_at(pieces, text, at[0]), _token_at(pieces, text, at[1])}, g)
+    _walk(c, pieces, other, {_token_at(pieces, other, i) for i in at[2:]}, g)
+
+
+def _token_at(vocab: Vocab, text: bytes, offset: int) -> int:
+    """The index of the greedy token of ``text`` that holds the byte at ``offset``."""
+    end = 0
+    for i, tok in enumerate(greedy_tokens(vocab, text)):
+        end += len(vocab.token_bytes(tok))
+        if end > offset:
+            return i
+    raise AssertionError(offset)
