@@ -80,3 +80,30 @@ def _token_at(vocab: Vocab, text: bytes, offset: int) -> int:
         if end > offset:
             return i
     raise AssertionError(offset)
+
+
+# -- counted contains (item 9) --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "schema,items",
+    [
+        ({"type": "array", "contains": {"const": 1}, "minContains": 40}, [1] * 60),
+        ({"type": "array", "contains": {"const": 1}, "minContains": 40}, [1, 2, 10] * 42),
+        ({"type": "array", "contains": {"type": "string"}, "minContains": 30}, ["s", 1] * 35),
+        ({"type": "array", "contains": {"const": 1}, "minContains": 30, "maxContains": 45}, [1, 2] * 35),
+    ],
+)
+def test_counted_contains_keeps_one_count(llama3: Vocab, schema: dict, items: list) -> None:
+    """With a lower bound alone, an element matching ``contains`` also matched the uncounted
+    branch ("any element"), so after n elements the parse was at every count up to n at once
+    (n + 1 stacks) and each token cost in proportion. The uncounted branch is the complement of
+    ``contains`` where it exists: the parse stays at one count (a stack or two inside a number
+    that may still grow into another)."""
+    g = json_schema_to_grammar(schema)
+    text = json.dumps(items, separators=(",", ":")).encode()
+    stacks = _walk(Constraint.compile(g, llama3), llama3, text, set())
+    assert max(stacks) <= 3, stacks
+    pieces = pieces_vocab([text, json.dumps(items).encode()])
+    n = len(greedy_tokens(pieces, text))
+    _walk(Constraint.compile(g, pieces), pieces, text, {0, 1, 2, n // 2, n // 2 + 1, n - 2, n - 1}, g)
