@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from engine_support import greedy_tokens, load_vocab, pieces_vocab, reference_mask
 
+from structgen import Grammar
 from structgen.engine import Constraint
 from structgen.engine.configs import MAX_LITERAL_RUN
 from structgen.schema import json_schema_to_grammar
@@ -107,3 +108,49 @@ def test_counted_contains_keeps_one_count(llama3: Vocab, schema: dict, items: li
     pieces = pieces_vocab([text, json.dumps(items).encode()])
     n = len(greedy_tokens(pieces, text))
     _walk(Constraint.compile(g, pieces), pieces, text, {0, 1, 2, n // 2, n // 2 + 1, n - 2, n - 1}, g)
+
+
+# -- an unanchored long literal regex (item 9) ----------------------------------------------------
+
+
+@pytest.mark.parametrize("as_pattern", [False, True])
+def test_unanchored_long_literal(llama3: Vocab, as_pattern: bool) -> None:
+    """``a`` repeated, unanchored: after some ``a`` the derivative is a choice of several
+    suffixes of the literal, which share its whole length. Left-factoring them through it
+    recursed once per byte (RecursionError, max_nesting at the first mask) and copied the chain
+    on every derivative; factoring stops after ``MAX_FACTOR_DEPTH`` levels."""
+    literal = "a" * 20_000
+    if as_pattern:
+        g = json_schema_to_grammar({"type": "string", "pattern": literal})
+        text = b'"b' + b"a" * 300  # inside the string: it cannot end before the literal
+    else:
+        g = Grammar.from_regex(literal)
+        text = b"b" + b"a" * 300
+    c = Constraint.compile(g, llama3)
+    state = c.start()
+    for tok in greedy_tokens(llama3, text):
+        state.mask_words()
+        assert state.commit_token(tok)
+    assert not state.is_accepting()
+    # saved and loaded, the choices left unfactored are the same terms
+    loaded = Constraint.load(c.save(), llama3)
+    assert loaded.stats()["terms"] == c.stats()["terms"]
+    again = loaded.start()
+    assert again.commit_tokens(greedy_tokens(llama3, text))
+    assert np.array_equal(again.mask_words(), state.mask_words())
+    # masks against the matcher's, on a vocabulary of the text's pieces
+    pieces = pieces_vocab([text])
+    n = len(greedy_tokens(pieces, text))
+    _walk_prefix(Constraint.compile(g, pieces), pieces, text, {0, 1, 2, n // 2, n - 1}, g)
+
+
+def _walk_prefix(c: Constraint, vocab: Vocab, text: bytes, check: set[int], grammar: object) -> None:
+    """Commit ``text``'s greedy tokens (a prefix of a sentence) with masks compared with the
+    matcher's at the token positions in ``check``."""
+    state = c.start()
+    done = b""
+    for i, tok in enumerate(greedy_tokens(vocab, text)):
+        if i in check:
+            assert np.array_equal(state.mask(), reference_mask(grammar, vocab, done)), f"after {done[-40:]!r}"
+        assert state.commit_token(tok)
+        done += vocab.token_bytes(tok)
