@@ -154,3 +154,23 @@ def _walk_prefix(c: Constraint, vocab: Vocab, text: bytes, check: set[int], gram
             assert np.array_equal(state.mask(), reference_mask(grammar, vocab, done)), f"after {done[-40:]!r}"
         assert state.commit_token(tok)
         done += vocab.token_bytes(tok)
+
+
+# -- memory per token in a long counted string (item 8) -------------------------------------------
+
+
+def test_long_string_shares_byte_partitions(llama3: Vocab) -> None:
+    """Inside ``maxLength: 1000000`` every character makes a configuration (the remaining
+    length is part of the parse state), and each held its own copy of the same byte partition
+    (a tuple of 256-bit integers) three times over: for its terms, its stack and itself. They
+    share one object per distinct partition."""
+    g = json_schema_to_grammar({"type": "string", "maxLength": 1_000_000})
+    c = Constraint.compile(g, llama3)
+    state = c.start()
+    for tok in greedy_tokens(llama3, json.dumps("hello world, the quick brown fox " * 40).encode()[:-1]):
+        state.mask_words()
+        assert state.commit_token(tok)
+    store, system = c._machines.store, c._system
+    held = [*store._classes.values(), *(p for p in system._classes_memo.values() if p is not None)]
+    assert len(held) > 1_000
+    assert len({id(p) for p in held}) <= 64

@@ -269,7 +269,7 @@ class ConfigSystem:
             if sc is None:
                 return None
             part = refine(part, sc)
-        return part
+        return self.store.shared_partition(part)
 
     def _stack_classes(self, sid: int) -> tuple[int, ...] | None:
         if sid in self._classes_memo:
@@ -283,6 +283,8 @@ class ConfigSystem:
             part = self._stack_classes_uncached(sid)
         finally:
             self._classes_busy.discard(sid)
+        if part is not None:
+            part = self.store.shared_partition(part)
         self._classes_memo[sid] = part
         return part
 

@@ -80,6 +80,7 @@ class TermStore:
         self._first_bytes: dict[int, int] = {}
         self._first_syms: dict[int, frozenset[int]] = {}
         self._symbol_sets: dict[frozenset[int], frozenset[int]] = {}
+        self._partitions: dict[tuple[int, ...], tuple[int, ...]] = {}
         self._empty: dict[int, bool] = {}
         self._shortest: dict[int, int] = {}
         self._make((NOTHING_K,), NOTHING_K, 0, None, False, 0)
@@ -489,8 +490,14 @@ class TermStore:
             r = refine(self.classes(self.a[t]), self.classes(self.b[t]))  # type: ignore[arg-type]
         else:
             r = (FULL_MASK,)
-        self._classes[t] = r
+        r = self._classes[t] = self.shared_partition(r)
         return r
+
+    def shared_partition(self, p: tuple[int, ...]) -> tuple[int, ...]:
+        """One object per distinct byte partition: the terms, stacks and configurations of a long
+        counted run (a string's remaining length, one per character) each hold the same one,
+        and a copy is a tuple of up to 256-bit integers (hundreds of bytes) per count."""
+        return self._partitions.setdefault(p, p)
 
     # -- emptiness and shortest completions -----------------------------------------------------
 
