@@ -8,11 +8,15 @@ assert on depth, parallel parses and sizes (never on time) and compare masks wit
 
 from __future__ import annotations
 
+import functools
 import json
 
+import jsonschema
 import numpy as np
 import pytest
 from engine_support import greedy_tokens, load_vocab, pieces_vocab, reference_mask
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from structgen import Grammar
 from structgen.engine import Constraint
@@ -174,3 +178,30 @@ def test_long_string_shares_byte_partitions(llama3: Vocab) -> None:
     held = [*store._classes.values(), *(p for p in system._classes_memo.values() if p is not None)]
     assert len(held) > 1_000
     assert len({id(p) for p in held}) <= 64
+
+
+_CONTAINS = [{"const": 1}, {"type": "string"}, {"type": "integer", "minimum": 2}, {"enum": [None, True]}]
+_VALUES = st.sampled_from([1, 2, 3, 1.0, 1.5, -1, "s", "", None, True, False, [1], {"a": 1}])
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    contains=st.sampled_from(_CONTAINS),
+    low=st.integers(2, 4),
+    high=st.one_of(st.none(), st.integers(4, 6)),
+    items=st.lists(_VALUES, max_size=9),
+)
+def test_counted_contains_matches_a_validator(contains: dict, low: int, high: int | None, items: list) -> None:
+    """The counted ``contains`` grammar (with the complement on the uncounted branch) accepts
+    exactly the arrays a JSON Schema validator accepts."""
+    schema: dict = {"type": "array", "contains": contains, "minContains": low}
+    if high is not None:
+        schema["maxContains"] = high
+    g = _contains_grammar(json.dumps(schema, sort_keys=True))
+    expected = jsonschema.Draft202012Validator(schema).is_valid(items)
+    assert g.matches(json.dumps(items)) == expected, (schema, items)
+
+
+@functools.lru_cache(maxsize=64)
+def _contains_grammar(schema: str) -> Grammar:
+    return json_schema_to_grammar(json.loads(schema))
