@@ -443,7 +443,10 @@ def _decode_term(store: TermStore, entry: object, grammar: Any, n_machines: int,
     if k == ALT_K:
         if not isinstance(b, list):
             raise ConstraintError("saved constraint is corrupt (choice)")
-        return store.alt([term(x) for x in b])
+        choice = store.saved_choice([term(x) for x in b])
+        if choice is None:
+            raise ConstraintError("saved constraint is corrupt (choice)")
+        return choice
     if k == REPEAT_K:
         if not (isinstance(b, list) and len(b) == 2 and _is(b[0], int) and b[0] >= 0):
             raise ConstraintError("saved constraint is corrupt (repetition)")

@@ -44,6 +44,12 @@ _HIGH_BYTES = ((1 << 128) - 1) << 128
 #: The rest of a literal run after some of its bytes is remembered up to this many bytes.
 MAX_SHIFTED_RUN = 256
 
+#: The most bytes one literal run holds. A walk follows at most a token of it (128 bytes on the
+#: longest vocabularies here) and a commit reads one token; where a longer literal goes on, the
+#: configuration after the run has a run of its own. Every position of a literal read in full
+#: would scan, and hold, the whole rest of it: quadratic in time and memory for a long key.
+MAX_LITERAL_RUN = 256
+
 
 class ConfigSystem:
     """Interned stacks and configurations of one grammar, with memoised transitions."""
@@ -124,10 +130,11 @@ class ConfigSystem:
 
     def literal_run(self, cid: int) -> tuple[bytes, tuple[int, ...], int] | None:
         """If ``cid`` is one stack whose top starts with at least two fixed bytes (the rest of a
-        key, of an enum value, of ``true``): ``(bytes, tails, parent)``, the top after ``j + 1``
-        of those bytes being ``tails[j]``. Each of those bytes is the only one the configuration
-        and the ones after it read, none of them can end or call, so a walk or a commit can
-        follow them without a configuration per byte. None otherwise (remembered)."""
+        key, of an enum value, of ``true``; at most :data:`MAX_LITERAL_RUN` of them):
+        ``(bytes, tails, parent)``, the top after ``j + 1`` of those bytes being ``tails[j]``.
+        Each of those bytes is the only one the configuration and the ones after it read, none
+        of them can end or call, so a walk or a commit can follow them without a configuration
+        per byte. None otherwise (remembered)."""
         r = self._literals.get(cid, False)
         if r is False:
             stacks = self.configs[cid]
@@ -152,7 +159,7 @@ class ConfigSystem:
         out = bytearray()
         tails: list[int] = []
         t = top
-        while kind[t] == SEQ_K and kind[a[t]] == BYTES_K:
+        while kind[t] == SEQ_K and kind[a[t]] == BYTES_K and len(out) < MAX_LITERAL_RUN:
             head = b[a[t]]
             if head.bit_count() != 1:  # type: ignore[union-attr]
                 break
@@ -166,9 +173,10 @@ class ConfigSystem:
         parent, top = run[2], run[1][n - 1]
         key = (parent, top)
         left = len(run[0]) - n
-        if left <= MAX_SHIFTED_RUN and key not in self._literal_tops:
+        if left <= MAX_SHIFTED_RUN and len(run[0]) < MAX_LITERAL_RUN and key not in self._literal_tops:
             # the rest of the run is a run again when two bytes or more are left (a long one is
-            # found again when asked: copies at every position would be quadratic)
+            # found again when asked: copies at every position would be quadratic), unless the
+            # run stopped at its length bound, not at the literal's end: the rest goes on
             self._literal_tops[key] = (run[0][n:], run[1][n:], parent) if left >= 2 else None
         return self.config([self.stack(parent, top)])
 
@@ -261,7 +269,7 @@ class ConfigSystem:
             if sc is None:
                 return None
             part = refine(part, sc)
-        return part
+        return self.store.shared_partition(part)
 
     def _stack_classes(self, sid: int) -> tuple[int, ...] | None:
         if sid in self._classes_memo:
@@ -275,6 +283,8 @@ class ConfigSystem:
             part = self._stack_classes_uncached(sid)
         finally:
             self._classes_busy.discard(sid)
+        if part is not None:
+            part = self.store.shared_partition(part)
         self._classes_memo[sid] = part
         return part
 

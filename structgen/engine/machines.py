@@ -13,7 +13,7 @@ call itself, directly or not, before reading anything) is refused.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable, Sequence
 
 from ..deadline import check_deadline
 from ..errors import GrammarError, LimitError
@@ -91,124 +91,142 @@ class _Lowering:
         """Build the term of the rule behind a lazy term."""
         return self.lower(self.g.rules[key])  # type: ignore[index]
 
+    def _followed(self, name: str) -> ir.Node | None:
+        """The body of a rule the analyses below read through (a live inlined rule), else None."""
+        if name in self.dead or name in self.machine_index or name not in self.g.rules:
+            return None
+        return self.g.rules[name]
+
     def node_facts(self, n: ir.Node) -> tuple[bool, bool, bool]:
         """(pure: no calls, tokens or greedy lexemes below; nullable; has set operations)."""
-        r = self.facts.get(n)
-        if r is not None:
-            return r
+        return _bottom_up(n, self.facts, self._facts_children, self._facts_of)
+
+    def _facts_children(self, n: ir.Node) -> tuple[ir.Node, ...]:
+        if ir.closed_facts(n) is not None:
+            return ()
+        if isinstance(n, ir.Ref):
+            body = self._followed(n.name)
+            return () if body is None else (body,)
+        return n.children()
+
+    def _facts_of(self, n: ir.Node, kids: list[tuple[bool, bool, bool]]) -> tuple[bool, bool, bool]:
         closed = ir.closed_facts(n)
         if closed is not None:
             # a marked subtree (a format grammar): its facts were found when it was marked
-            r = (not closed.lexeme, closed.nullable, closed.setop)
-        elif isinstance(n, ir.Literal):
-            r = (True, not n.data, False)
-        elif isinstance(n, (ir.CharClass, ir.ByteClass)):
-            r = (True, False, False)
-        elif isinstance(n, (ir.Seq, ir.Alt)):
-            parts = [self.node_facts(i) for i in n.items]
+            return (not closed.lexeme, closed.nullable, closed.setop)
+        if isinstance(n, ir.Literal):
+            return (True, not n.data, False)
+        if isinstance(n, (ir.CharClass, ir.ByteClass)):
+            return (True, False, False)
+        if isinstance(n, (ir.Seq, ir.Alt)):
             combine = all if isinstance(n, ir.Seq) else any
-            r = (all(p[0] for p in parts), combine(p[1] for p in parts), any(p[2] for p in parts))
-        elif isinstance(n, ir.Repeat):
-            pure, nul, setop = self.node_facts(n.item)
-            r = (pure, n.min == 0 or nul or n.max == 0, setop)
-        elif isinstance(n, ir.Ref):
+            return (all(p[0] for p in kids), combine(p[1] for p in kids), any(p[2] for p in kids))
+        if isinstance(n, ir.Repeat):
+            pure, nul, setop = kids[0]
+            return (pure, n.min == 0 or nul or n.max == 0, setop)
+        if isinstance(n, ir.Ref):
             if n.name in self.dead:
-                r = (True, False, False)
-            elif n.name in self.machine_index or n.name not in self.g.rules:
-                r = (False, False, False)
-            else:
-                r = self.node_facts(self.g.rules[n.name])
-        elif isinstance(n, (ir.Difference, ir.Intersection)):
-            (pa, na, _), (pb, nb, _) = self.node_facts(n.left), self.node_facts(n.right)
+                return (True, False, False)
+            return kids[0] if kids else (False, False, False)
+        if isinstance(n, (ir.Difference, ir.Intersection)):
+            (pa, na, _), (pb, nb, _) = kids
             nul = (na and not nb) if isinstance(n, ir.Difference) else (na and nb)
-            r = (pa and pb, nul, True)
-        else:  # Token, Lexeme
-            r = (False, False, False)
-        self.facts[n] = r
-        return r
+            return (pa and pb, nul, True)
+        return (False, False, False)  # Token, Lexeme
 
     def shortest_bytes(self, n: ir.Node) -> int | None:
         """Bytes in the shortest string of a pure node without set operations (``node_facts``);
         None if it has none."""
-        if n in self.shortest_memo:
-            return self.shortest_memo[n]
-        r: int | None
+        return _bottom_up(n, self.shortest_memo, self._shortest_children, self._shortest_of)
+
+    def _shortest_children(self, n: ir.Node) -> tuple[ir.Node, ...]:
         closed = ir.closed_facts(n)
         if closed is not None and closed.plain:
-            r = closed.shortest
-        elif isinstance(n, ir.Literal):
-            r = len(n.data)
-        elif isinstance(n, ir.ByteClass):
-            r = 1 if n.byte_ranges() else None
-        elif isinstance(n, ir.CharClass):
+            return ()
+        if isinstance(n, (ir.Seq, ir.Alt)):
+            return n.items
+        if isinstance(n, ir.Repeat):
+            return () if n.min == 0 or n.max == 0 else (n.item,)
+        if isinstance(n, ir.Ref):
+            return () if n.name in self.dead else (self.g.rules[n.name],)
+        return ()
+
+    def _shortest_of(self, n: ir.Node, kids: list[int | None]) -> int | None:
+        closed = ir.closed_facts(n)
+        if closed is not None and closed.plain:
+            return closed.shortest
+        if isinstance(n, ir.Literal):
+            return len(n.data)
+        if isinstance(n, ir.ByteClass):
+            return 1 if n.byte_ranges() else None
+        if isinstance(n, ir.CharClass):
             cps = n.codepoints()
-            r = _utf8_length(cps[0][0]) if cps else None
-        elif isinstance(n, ir.Seq):
-            parts = [self.shortest_bytes(i) for i in n.items]
-            r = None if None in parts else sum(parts)  # type: ignore[arg-type]
-        elif isinstance(n, ir.Alt):
-            r = min((p for p in (self.shortest_bytes(i) for i in n.items) if p is not None), default=None)
-        elif isinstance(n, ir.Repeat):
+            return _utf8_length(cps[0][0]) if cps else None
+        if isinstance(n, ir.Seq):
+            return None if None in kids else sum(kids)  # type: ignore[arg-type]
+        if isinstance(n, ir.Alt):
+            return min((p for p in kids if p is not None), default=None)
+        if isinstance(n, ir.Repeat):
             if n.min == 0 or n.max == 0:
-                r = 0
-            else:
-                unit = self.shortest_bytes(n.item)
-                r = None if unit is None else n.min * unit
-        elif isinstance(n, ir.Ref):
-            r = None if n.name in self.dead else self.shortest_bytes(self.g.rules[n.name])
-        else:  # pragma: no cover - pure nodes without set operations are the kinds above
-            raise TypeError(f"no shortest length for {type(n).__name__}")
-        self.shortest_memo[n] = r
-        return r
+                return 0
+            return None if kids[0] is None else n.min * kids[0]
+        if isinstance(n, ir.Ref):
+            return kids[0] if kids else None
+        # pragma: no cover - pure nodes without set operations are the kinds above
+        raise TypeError(f"no shortest length for {type(n).__name__}")
 
     def rule_bound(self, name: object) -> int | None:
         """:meth:`completion_bound` of the pure rule ``name`` (a lazy term's key)."""
         if not isinstance(name, str) or name not in self.g.rules or name in self.dead:
             return None
-        try:
-            return self.completion_bound(self.g.rules[name])
-        except RecursionError:
-            return None  # no bound: the budget mask walks
+        return self.completion_bound(self.g.rules[name])
 
     def completion_bound(self, n: ir.Node) -> int | None:
         """The largest shortest completion, in bytes, after any prefix of a pure node without set
         operations (the grammar-side twin of budget_bound.CompletionBound.term); None if it has
         no sentence."""
-        if n in self.bound_memo:
-            return self.bound_memo[n]
-        r: int | None
+        return _bottom_up(n, self.bound_memo, self._bound_children, self._bound_of)
+
+    def _bound_children(self, n: ir.Node) -> tuple[ir.Node, ...]:
+        if isinstance(n, ir.Seq):
+            return n.items
+        if isinstance(n, ir.Alt):
+            return tuple(i for i in n.items if self.shortest_bytes(i) is not None)
+        if isinstance(n, ir.Repeat):
+            unit = self.shortest_bytes(n.item)
+            return () if n.max == 0 or unit is None else (n.item,)
+        if isinstance(n, ir.Ref):
+            return () if n.name in self.dead else (self.g.rules[n.name],)
+        return ()
+
+    def _bound_of(self, n: ir.Node, kids: list[int | None]) -> int | None:
         if isinstance(n, (ir.Literal, ir.ByteClass)):
-            r = self.shortest_bytes(n)
-        elif isinstance(n, ir.CharClass):
+            return self.shortest_bytes(n)
+        if isinstance(n, ir.CharClass):
             cps = n.codepoints()
-            r = _utf8_length(cps[-1][1]) if cps else None  # the longest character bounds its suffixes
-        elif isinstance(n, ir.Seq):
+            return _utf8_length(cps[-1][1]) if cps else None  # the longest character bounds its suffixes
+        if isinstance(n, ir.Seq):
             r, tail = 0, 0
-            for item in reversed(n.items):
-                bound, short = self.completion_bound(item), self.shortest_bytes(item)
+            for item, bound in zip(reversed(n.items), reversed(kids)):
+                short = self.shortest_bytes(item)
                 if bound is None or short is None:
-                    r = None
-                    break
+                    return None
                 r, tail = max(bound + tail, r), tail + short
-        elif isinstance(n, ir.Alt):
-            live = [i for i in n.items if self.shortest_bytes(i) is not None]
-            bounds = [self.completion_bound(i) for i in live]
-            r = None if not live or None in bounds else max(bounds)  # type: ignore[type-var]
-        elif isinstance(n, ir.Repeat):
+            return r
+        if isinstance(n, ir.Alt):
+            return None if not kids or None in kids else max(kids)  # type: ignore[type-var]
+        if isinstance(n, ir.Repeat):
             unit = self.shortest_bytes(n.item)
             if n.max == 0 or (unit is None and n.min == 0):
-                r = 0
-            elif unit is None:
-                r = None
-            else:
-                bound = self.completion_bound(n.item)
-                r = None if bound is None else max(n.min * unit, bound + max(n.min - 1, 0) * unit)
-        elif isinstance(n, ir.Ref):
-            r = None if n.name in self.dead else self.completion_bound(self.g.rules[n.name])
-        else:  # pragma: no cover - pure nodes without set operations are the kinds above
-            raise TypeError(f"no completion bound for {type(n).__name__}")
-        self.bound_memo[n] = r
-        return r
+                return 0
+            if unit is None:
+                return None
+            bound = kids[0]
+            return None if bound is None else max(n.min * unit, bound + max(n.min - 1, 0) * unit)
+        if isinstance(n, ir.Ref):
+            return kids[0] if kids else None
+        # pragma: no cover - pure nodes without set operations are the kinds above
+        raise TypeError(f"no completion bound for {type(n).__name__}")
 
     def lower(self, n: ir.Node) -> int:
         t = self.memo.get(n)
@@ -279,6 +297,31 @@ class _Lowering:
                 t = self.lower(self.g.rules[name])
             self.inlined[name] = t
         return t
+
+
+def _bottom_up(
+    root: ir.Node,
+    memo: dict[ir.Node, Any],
+    children: Callable[[ir.Node], Sequence[ir.Node]],
+    value: Callable[[ir.Node, list[Any]], Any],
+) -> Any:
+    """``value(n, [values of children(n)])`` of ``root``, every node's value remembered in ``memo``,
+    computed without recursion: a long literal's rules are chains thousands of nodes deep, which
+    the analyses read through rule references."""
+    if root in memo:
+        return memo[root]
+    stack: list[tuple[ir.Node, Sequence[ir.Node] | None]] = [(root, None)]
+    while stack:
+        n, kids = stack.pop()
+        if n in memo:
+            continue
+        if kids is None:
+            kids = children(n)
+            stack.append((n, kids))
+            stack.extend((k, None) for k in kids if k not in memo)
+        else:
+            memo[n] = value(n, [memo[k] for k in kids])
+    return memo[root]
 
 
 def build_machines(grammar: Grammar, store: TermStore | None = None) -> Machines:

@@ -49,6 +49,13 @@ def repeat_flags(x_flags: int, lo: int, hi: int | None) -> int:
 #: Bound on states explored by one emptiness or shortest-length search.
 MAX_SEARCH_STATES = 50_000
 
+#: Levels of common prefix a choice's options are left-factored through; below, the options
+#: stay a plain choice (factored one level at a time as derivatives reach them). Two suffixes of
+#: one long literal (``.*aaa...a`` after some bytes) share the literal's whole length: factored
+#: through it, every derivative would copy the chain (and recurse as deep). Enum values and keys
+#: rarely share more.
+MAX_FACTOR_DEPTH = 32
+
 
 class TermStore:
     """Interned terms with memoised nullability, derivatives, byte classes and shortest lengths."""
@@ -73,6 +80,7 @@ class TermStore:
         self._first_bytes: dict[int, int] = {}
         self._first_syms: dict[int, frozenset[int]] = {}
         self._symbol_sets: dict[frozenset[int], frozenset[int]] = {}
+        self._partitions: dict[tuple[int, ...], tuple[int, ...]] = {}
         self._empty: dict[int, bool] = {}
         self._shortest: dict[int, int] = {}
         self._make((NOTHING_K,), NOTHING_K, 0, None, False, 0)
@@ -177,6 +185,9 @@ class TermStore:
         return out
 
     def alt(self, items: list[int] | tuple[int, ...]) -> int:
+        return self._alt(items, 0)
+
+    def _alt(self, items: list[int] | tuple[int, ...], depth: int) -> int:
         flat: set[int] = set()
         for t in items:
             if self.kind[t] == ALT_K:
@@ -190,13 +201,14 @@ class TermStore:
         # left-factor alternatives with the same first part: a big enum of strings becomes a trie,
         # so a derivative touches the few branches that share the byte read, not all of them
         heads: dict[int, list[int]] = {}
-        for t in flat:
-            if self.kind[t] == SEQ_K:
-                heads.setdefault(self.a[t], []).append(self.b[t])  # type: ignore[arg-type]
-            else:
-                heads.setdefault(t, []).append(EMPTY)
-        if len(heads) < len(flat):
-            flat = {h if tails == [EMPTY] else self.seq(h, self.alt(tails)) for h, tails in heads.items()}
+        if depth < MAX_FACTOR_DEPTH:
+            for t in flat:
+                if self.kind[t] == SEQ_K:
+                    heads.setdefault(self.a[t], []).append(self.b[t])  # type: ignore[arg-type]
+                else:
+                    heads.setdefault(t, []).append(EMPTY)
+        if heads and len(heads) < len(flat):
+            flat = {h if tails == [EMPTY] else self.seq(h, self._alt(tails, depth + 1)) for h, tails in heads.items()}
             if len(flat) == 1:
                 return next(iter(flat))
         # single-byte alternatives merge into one byte set
@@ -209,12 +221,26 @@ class TermStore:
             flat.add(self.bytes_(m))
             if len(flat) == 1:
                 return next(iter(flat))
-        ops = tuple(sorted(flat))
+        return self._choice(tuple(sorted(flat)))
+
+    def _choice(self, ops: tuple[int, ...]) -> int:
         nullable = any(self.nullable[t] for t in ops)
         flags = 0
         for t in ops:
             flags |= self.flags[t]
         return self._make((ALT_K, ops), ALT_K, 0, ops, nullable, flags)
+
+    def saved_choice(self, ops: list[int]) -> int | None:
+        """The choice of exactly ``ops``, as a saved constraint holds it (options below
+        :data:`MAX_FACTOR_DEPTH` may share a first part, so :meth:`alt` could factor them
+        into other terms); None if ``ops`` is not in the form :meth:`alt` leaves: two or more
+        options in increasing order, none empty or a choice, at most one byte set."""
+        kinds = [self.kind[t] for t in ops]
+        if len(ops) < 2 or any(x >= y for x, y in zip(ops, ops[1:])) or NOTHING in ops or ALT_K in kinds:
+            return None
+        if kinds.count(BYTES_K) > 1:
+            return None
+        return self._choice(tuple(ops))
 
     def repeat(self, x: int, lo: int, hi: int | None) -> int:
         if hi == 0 or x == EMPTY:
@@ -464,8 +490,14 @@ class TermStore:
             r = refine(self.classes(self.a[t]), self.classes(self.b[t]))  # type: ignore[arg-type]
         else:
             r = (FULL_MASK,)
-        self._classes[t] = r
+        r = self._classes[t] = self.shared_partition(r)
         return r
+
+    def shared_partition(self, p: tuple[int, ...]) -> tuple[int, ...]:
+        """One object per distinct byte partition: the terms, stacks and configurations of a long
+        counted run (a string's remaining length, one per character) each hold the same one,
+        and a copy is a tuple of up to 256-bit integers (hundreds of bytes) per count."""
+        return self._partitions.setdefault(p, p)
 
     # -- emptiness and shortest completions -----------------------------------------------------
 

@@ -4,7 +4,8 @@
   stay symbolic (``maxItems: 1000000`` is one counted repetition, never copies).
 * ``contains`` with ``minContains``/``maxContains``: an automaton counting elements and matches
   (states bounded by ``max_count_states``); an upper bound needs the complement of the
-  ``contains`` schema, a lower bound alone does not.
+  ``contains`` schema, a lower bound alone does not but uses it where it exists, so that the
+  parse is at one count, not at all of them.
 * ``uniqueItems``: enforced when every position allows finitely many values (enums, booleans,
   consts), by a subset construction over the values used so far (``max_unique_states``);
   otherwise refused. It is trivially true when at most one element is allowed.
@@ -163,6 +164,16 @@ def _contains(em: Any, rec: ArrayC, depth: Any, name: str) -> ir.Node | None:
         except Unsupported as e:
             ctx.refuse("maxContains", rec.ptr, f"maxContains needs the complement of the contains schema ({e.reason})")
             return None
+    elif cmin > 1:
+        # A lower bound alone is exact with "any element" on the uncounted branch, but a matching
+        # element then takes both branches: after n elements the parse is at every count up to
+        # min(n, minContains) at once, and each token costs in proportion. With the complement
+        # the branches are disjoint and the parse at one count. A bound of 1 keeps two parses,
+        # cheaper than a complement's grammar; without a complement the ambiguity stays.
+        try:
+            miss = Fixed(complement(ctx.normalize(c), ctx))
+        except Unsupported:
+            miss = None
     names: dict[tuple[int, int], str] = {}
     order: list[tuple[int, int]] = []
 

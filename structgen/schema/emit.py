@@ -55,6 +55,7 @@ class Emitter:
         self.opts = ctx.opts
         self.rules: dict[str, ir.Node] = {}
         self.names: set[str] = set()
+        self._next_number: dict[str, int] = {}  # the next suffix to try, per base name
         self.handle_names: dict[tuple[Handle, Depth], str] = {}
         self.name_handle: dict[str, Handle] = {}
         self.keyed: dict[Any, str] = {}
@@ -79,11 +80,14 @@ class Emitter:
         base = re.sub(r"[^A-Za-z0-9]+", "-", hint).strip("-") or "r"
         if len(base) > 48:
             base = base[:40].rstrip("-") + "-" + format(abs(hash(hint)) % 0xFFFF, "x")
-        name = base
-        n = 1
+        # numbering resumes where this base left off: scanning from 2 on every call made the
+        # rules of one long key (a chunk every few dozen characters) quadratic in its length
+        n = self._next_number.get(base, 1)
+        name = base if n == 1 else f"{base}-{n}"
         while name in self.names:
             n += 1
             name = f"{base}-{n}"
+        self._next_number[base] = n + 1
         self.names.add(name)
         if len(self.names) > self.opts.max_rules:
             raise LimitError(
