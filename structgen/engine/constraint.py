@@ -22,6 +22,7 @@ from ..grammar import ir
 from ..grammar.grammar import Grammar
 from ..vocab import Vocab
 from . import shared_walks
+from .ahead import CompileReport, PositionMasks, compile_ahead
 from .arrays import unique_inverse
 from .budget_bound import CompletionBound
 from .configs import DEAD, ConfigSystem
@@ -156,6 +157,10 @@ class Constraint:
         self._token_counter: TokenCounter | None = None
         self._bytes_bound: bool | None = None
         self._memory_checked_at = -1  # configurations when memory_bytes was last compared
+        #: what ``mode="aot"`` precomputed and left lazy (None for a lazy compile)
+        self.report: CompileReport | None = None
+        #: masks of bottom positions precomputed by ``mode="aot"`` (ahead.py), kept compact
+        self._positions = PositionMasks(self._words)
 
     # -- construction ---------------------------------------------------------------------------
 
@@ -167,13 +172,16 @@ class Constraint:
         *,
         mode: str = "lazy",
         limits: EngineLimits = DEFAULT_ENGINE_LIMITS,
+        complete: bool = False,
     ) -> Constraint:
         """Compile ``grammar`` for ``vocab``.
 
         ``mode="lazy"`` (default) does the least work up front: automata states and masks are
         built the first time a request reaches them. ``mode="aot"`` explores reachable
-        configurations ahead of time (up to ``limits.aot_max_configs``) and builds their masks;
-        both modes give identical masks.
+        positions ahead of time (ahead.py: the parts masks are assembled from, per grammar
+        position, up to ``limits.aot_max_positions``), then configurations breadth first (up to
+        ``limits.aot_max_configs``) with their masks; ``report`` says what stays lazy, and with
+        ``complete`` a LimitError or ConstraintError names it. Both modes give identical masks.
         """
         if not isinstance(grammar, Grammar):
             raise ConstraintError(f"compile takes a Grammar, not {type(grammar).__name__}")
@@ -183,6 +191,8 @@ class Constraint:
             raise ConstraintError(f"mode must be 'lazy' or 'aot', not {mode!r}")
         if not isinstance(limits, EngineLimits):
             raise ConstraintError(f"limits must be an EngineLimits, not {type(limits).__name__}")
+        if not isinstance(complete, bool) or (complete and mode != "aot"):
+            raise ConstraintError(f"complete must be a bool and needs mode='aot', not {complete!r} with {mode!r}")
         with deadline_scope(limits.deadline_s, limit="deadline_s"):
             machines = build_machines(grammar)
             system = ConfigSystem(
@@ -192,6 +202,7 @@ class Constraint:
             )
             c = cls(grammar, vocab, machines, system, limits)
             if mode == "aot":
+                c.report = compile_ahead(c, max_positions=limits.aot_max_positions, complete=complete)
                 c.precompute(limits.aot_max_configs)
         return c
 
@@ -249,6 +260,11 @@ class Constraint:
             words = self._compute_mask(twin)
             self._remember_mask(cid, words)
             return words
+        if self._positions:
+            words = self._positions.words(cid)
+            if words is not None:
+                self._remember_mask(cid, words)
+                return words
         counted = self._counted_base(cid)
         extra = []
         if len(self._eos) and self._system.accepting(cid):
@@ -862,6 +878,7 @@ class Constraint:
             + len(system.configs) * MEMORY_PER_CONFIG
             + len(system.stack_top) * MEMORY_PER_STACK
             + len(self._machines.store) * MEMORY_PER_TERM
+            + self._positions.nbytes
         )
 
     def _check_memory(self) -> None:

@@ -27,6 +27,9 @@ class EngineLimits:
     max_cached_masks: int = 8192
     #: Configurations explored and masked up front by ``mode="aot"`` (0: only the start's mask).
     aot_max_configs: int = 2000
+    #: Grammar positions (top terms) whose parts ``mode="aot"`` precomputes (structgen/engine/ahead.py);
+    #: past it the rest are computed at first use, and a ``complete`` compile raises LimitError.
+    aot_max_positions: int = 20_000
     #: Estimated bytes one constraint may hold (its tables, interned parse state and cached
     #: masks; see ``Constraint.memory_bytes``), and the largest saved constraint ``load`` reads.
     #: 4 GiB: a 24 GB machine holds a few constraints at the bound beside a model's runtime.

@@ -1,0 +1,276 @@
+"""Ahead-of-time compilation per grammar position: the parts masks are assembled from, not
+whole configurations.
+
+A configuration is a set of stacks of terms; the ones a stream of requests meets (each with
+its own strings, array lengths and optional keys) are too many to enumerate. What a mask is
+assembled from is smaller. :meth:`Constraint._compute_mask` builds the mask of a one-stack
+configuration ``(P, t)`` from
+
+* the *relative part* of its top ``t``: the packed mask and exits of the walk of ``t`` over
+  an unknown caller (``ConfigSystem.relative``), the same for every caller ``P``;
+* the few tokens that cross into ``P``: a walk from the filtered exits, stepped from ``P``.
+
+At the bottom of the stack (``P`` empty) the top ``h R`` is split before a word and ``h`` is
+the part (``Constraint._spine_split``); a bottom top with no split is walked whole, but its
+configuration depends on the top alone, so its mask is a part too. Count twins
+(count_clamp.py) share the parts of their clamped top.
+
+:func:`compile_ahead` enumerates *positions* - a top term, with whether it sits at the bottom
+- reachable from the start, and computes their parts through the same methods a lazy mask
+uses, into the same caches: ``Constraint._relative`` for relative parts, the mask cache for
+bottom positions, ``Constraint._units`` for the per-token unit counts of counted repetitions.
+Positions are found by stepping each position's own configuration (the relative one, or the
+bottom one) over every byte and taking every frame of every stack it reaches, counts clamped
+as the masks clamp them; the frame below a returning call is a position of its own, so the
+exploration never builds a stack of two callers, and recursion at any depth adds no position.
+
+Invariant: every part is computed by the lazy engine's own code on the same key, so a mask
+assembled from a precomputed part is the mask the lazy engine computes (bit for bit); a part
+not precomputed is computed at first use, as before. What stays lazy, and why, is in the
+:class:`CompileReport`:
+
+* a top that may end at once (nullable), not at the bottom: its mask depends on the caller's
+  first bytes beyond its exits, so it is walked with its callers (``caller-dependent``);
+* a counted repetition not at the bottom: its mask is filtered from its unbounded repetition's
+  walk, which is the caller's (``counted``); its unit counts are precomputed;
+* a configuration of several stacks (an ambiguous prefix): walked whole at first use
+  (``ambiguous``), its stacks' positions are explored;
+* positions past ``EngineLimits.aot_max_positions`` or past the mask cache
+  (``max_cached_masks``): ``limit``.
+
+Cost: one relative walk per reachable top (a trie walk, shared across constraints of one
+vocabulary where the top has a structural id, shared_walks.py) and one byte row per position;
+memory one packed mask per part (``4 * ceil(width / 32)`` bytes, 16 KB on Llama 3).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..deadline import check_deadline
+from ..errors import ConstraintError, LimitError
+from .configs import DEAD
+from .counters import CountedHead, counted_head
+
+if TYPE_CHECKING:
+    from .constraint import Constraint
+
+#: the kinds of part :func:`compile_ahead` leaves lazy, with why (the report's wording)
+LAZY_REASONS = {
+    "caller-dependent": "a top that may end at once reads its caller's bytes: walked with its callers at first use",
+    "counted": "a counted repetition above a caller is filtered from that caller's walk: computed at first use",
+    "ambiguous": "a configuration of several stacks is walked whole at first use",
+    "counts": "another count of a repetition that may stop at once: filtered from its sorted walk at first use",
+    "limit": "past the limit on positions (EngineLimits.aot_max_positions) or cached masks: computed at first use",
+}
+
+
+class PositionMasks:
+    """Masks of bottom positions, kept compact: a sparse mask as its nonzero words (most
+    positions inside a literal or a key allow a few tokens), a dense one shared with every
+    position of the same mask (the string bodies of different values). A mask is rebuilt into a
+    fresh packed array at first use, then cached by the constraint as any other."""
+
+    def __init__(self, words: int) -> None:
+        self._words = words
+        self._sparse: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._dense: dict[int, np.ndarray] = {}
+        self._by_content: dict[bytes, np.ndarray] = {}
+        self.nbytes = 0
+
+    def __len__(self) -> int:
+        return len(self._sparse) + len(self._dense)
+
+    def __contains__(self, cid: int) -> bool:
+        return cid in self._sparse or cid in self._dense
+
+    def add(self, cid: int, words: np.ndarray) -> None:
+        nz = np.flatnonzero(words)
+        if nz.size * 8 <= words.nbytes // 4:
+            self._sparse[cid] = (nz.astype(np.int32), words[nz].copy())
+            self.nbytes += nz.size * 8 + 64
+            return
+        key = words.tobytes()
+        shared = self._by_content.get(key)
+        if shared is None:
+            shared = self._by_content[key] = words
+            self.nbytes += words.nbytes
+        self._dense[cid] = shared
+        self.nbytes += 64
+
+    def words(self, cid: int) -> np.ndarray | None:
+        """The packed mask of bottom configuration ``cid`` (read-only), or None if not kept."""
+        found = self._dense.get(cid)
+        if found is not None:
+            return found
+        sparse = self._sparse.get(cid)
+        if sparse is None:
+            return None
+        out = np.zeros(self._words, dtype=np.int32)
+        out[sparse[0]] = sparse[1]
+        out.flags.writeable = False
+        return out
+
+
+@dataclass
+class CompileReport:
+    """What :func:`compile_ahead` precomputed and what it left to be computed at first use."""
+
+    #: positions (top terms, at the bottom or over a caller) reached from the start
+    positions: int = 0
+    #: relative parts (a top's walk over the hole) computed
+    relative_parts: int = 0
+    #: masks of bottom positions computed (configurations of one stack at the bottom)
+    bottom_masks: int = 0
+    #: unit counts of counted repetitions computed
+    unit_counts: int = 0
+    #: kind of lazy part -> how many positions or configurations of that kind were met
+    lazy: dict[str, int] = field(default_factory=dict)
+    #: whether the exploration stopped at a limit (some positions were not visited)
+    truncated: bool = False
+    seconds: float = 0.0
+    #: ``Constraint.memory_bytes`` after the compile
+    memory_bytes: int = 0
+
+    @property
+    def complete(self) -> bool:
+        """Whether every mask along the grammar is assembled from precomputed parts."""
+        return not self.truncated and not any(self.lazy.values())
+
+    def describe(self) -> str:
+        parts = [
+            f"{self.positions} positions, {self.relative_parts} relative parts, {self.bottom_masks} bottom masks, "
+            f"{self.unit_counts} unit counts in {self.seconds:.3f} s ({self.memory_bytes} bytes)"
+        ]
+        for kind, n in sorted(self.lazy.items()):
+            if n:
+                parts.append(f"lazy: {n} {kind} ({LAZY_REASONS[kind]})")
+        return "; ".join(parts)
+
+
+def compile_ahead(c: Constraint, *, max_positions: int, complete: bool = False) -> CompileReport:
+    """Precompute the parts of every position reachable from the start (see the module
+    docstring), up to ``max_positions`` positions. With ``complete``, a LimitError where a
+    limit stopped the exploration and a ConstraintError where some part can only be computed
+    at first use, both naming what stays lazy."""
+    started = time.perf_counter()
+    report = CompileReport()
+    with c._lock:
+        _explore(c, report, max_positions)
+    report.seconds = time.perf_counter() - started
+    report.memory_bytes = c.memory_bytes()
+    if complete and not report.complete:
+        text = f"the constraint cannot be compiled completely ahead of time: {report.describe()}"
+        if report.truncated:
+            raise LimitError(text, limit="aot_max_positions", value=max_positions)
+        raise ConstraintError(text)
+    return report
+
+
+def _explore(c: Constraint, report: CompileReport, max_positions: int) -> None:
+    system, store = c._system, c._machines.store
+    clamp = c._clamp
+    cache_room = c.limits.max_cached_masks
+    lazy = report.lazy
+    seen: set[tuple[int, bool]] = set()
+    queue: deque[tuple[int, bool]] = deque()
+    # configurations of several stacks already counted as ambiguous
+    ambiguous: set[int] = set()
+    positions = c._positions
+
+    def push(top: int, bottom: bool) -> None:
+        key = (clamp.term(top), bottom)
+        if key not in seen:
+            if len(seen) >= max_positions:
+                report.truncated = True
+                return
+            seen.add(key)
+            queue.append(key)
+
+    push(system.stack_top[system.configs[system.start][0]], True)
+    while queue:
+        check_deadline()
+        top, bottom = queue.popleft()
+        head = counted_head(store, top)
+        # the other counts of a repetition that may stop at once are filtered from one sorted
+        # walk at first use (counters.py): the exploration leaves them out, not what follows
+        repetition = None
+        if head is not None and head.lo == 0 and head.other is None and _counted(c, head):
+            repetition = (head.unit, head.rest)
+        if bottom:
+            cid = system.config([system.stack(-1, top)])
+            if cid not in positions:
+                known = cid in c._masks
+                positions.add(cid, c._compute_mask(cid))
+                if not known:
+                    c._masks.pop(cid, None)  # kept compact here; rebuilt and cached at first use
+                report.bottom_masks += 1
+        else:
+            cid = system.relative(top)
+            if head is not None:
+                lazy["counted"] = lazy.get("counted", 0) + 1
+                if (head.unit, head.partial) not in c._units:
+                    c._unit_counts(head.unit, head.partial)
+                    report.unit_counts += 1
+            elif store.nullable[top]:
+                lazy["caller-dependent"] = lazy.get("caller-dependent", 0) + 1
+            elif cid not in c._relative:
+                if len(c._relative) >= cache_room:
+                    report.truncated = True
+                    lazy["limit"] = lazy.get("limit", 0) + 1
+                    continue
+                _relative_part(c, cid, top)
+                report.relative_parts += 1
+        for target in _targets(c, cid):
+            stacks = system.configs[target]
+            if len(stacks) > 1 and target not in ambiguous:
+                ambiguous.add(target)
+                lazy["ambiguous"] = lazy.get("ambiguous", 0) + 1
+            for sid in stacks:
+                if repetition is not None and _same_repetition(c, system.stack_top[sid], repetition):
+                    lazy["counts"] = lazy.get("counts", 0) + 1
+                    continue
+                _push_frames(c, sid, push)
+    report.positions = len(seen)
+
+
+def _counted(c: Constraint, head: CountedHead) -> bool:
+    """Whether the constraint masks ``head`` by filtering counts: its unit has per-token counts
+    from where it is (a prefix ``counted_head`` reads as a begun unit may be no state of the
+    unit's automaton: the rest of a key before a counted string)."""
+    return c._unit_counts(head.unit, head.partial) is not None
+
+
+def _same_repetition(c: Constraint, top: int, repetition: tuple[int, int]) -> bool:
+    """Whether ``top`` is another count of the repetition ``(unit, rest)``, masked by filtering."""
+    head = counted_head(c._machines.store, top)
+    return head is not None and (head.unit, head.rest) == repetition and _counted(c, head)
+
+
+def _relative_part(c: Constraint, rel: int, top: int) -> None:
+    """The relative part of ``top``, into the cache :meth:`Constraint._relative_words` reads."""
+    c._relative[rel] = c._walk_relative(rel, top, shared=False)
+
+
+def _targets(c: Constraint, cid: int) -> set[int]:
+    """The live configurations one byte or one token atom leads to from ``cid``."""
+    targets = set(c.row(cid).tolist())
+    targets.update(c._atom_step(cid, k) for k in range(len(c._atom_ids)))
+    targets.discard(DEAD)
+    return targets
+
+
+def _push_frames(c: Constraint, sid: int, push: object) -> None:
+    """Every frame of stack ``sid`` as a position (the frames above the hole of a relative
+    stack; the mark a return into the hole leaves is none)."""
+    system = c._system
+    hole, mark = system.hole, system.exit_mark
+    while sid >= 0 and sid != hole and sid != mark:
+        parent = system.stack_parent[sid]
+        push(system.stack_top[sid], parent < 0)  # type: ignore[operator]
+        sid = parent
