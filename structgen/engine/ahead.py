@@ -33,10 +33,13 @@ not precomputed is computed at first use, as before. What stays lazy, and why, i
   first bytes beyond its exits, so it is walked with its callers (``caller-dependent``);
 * a counted repetition not at the bottom: its mask is filtered from its unbounded repetition's
   walk, which is the caller's (``counted``); its unit counts are precomputed;
+* the other counts of a repetition that may stop at once (a string under ``maxLength``) are
+  not visited: at the bottom their masks are filtered from the sorted walk the first count's
+  mask built (counters.py; no trie walk), counted in ``filtered_counts``, not as lazy;
 * a configuration of several stacks (an ambiguous prefix): walked whole at first use
   (``ambiguous``), its stacks' positions are explored;
-* positions past ``EngineLimits.aot_max_positions`` or past the mask cache
-  (``max_cached_masks``): ``limit``.
+* positions past ``EngineLimits.aot_max_positions``, ``aot_budget_ms`` or ``aot_max_bytes``:
+  ``limit``.
 
 Cost: one relative walk per reachable top (a trie walk, shared across constraints of one
 vocabulary where the top has a structural id, shared_walks.py) and one byte row per position;
@@ -56,6 +59,7 @@ from ..deadline import check_deadline
 from ..errors import ConstraintError, LimitError
 from .configs import DEAD
 from .counters import CountedHead, counted_head
+from .shared_walks import Exits
 
 if TYPE_CHECKING:
     from .constraint import Constraint
@@ -65,26 +69,44 @@ LAZY_REASONS = {
     "caller-dependent": "a top that may end at once reads its caller's bytes: walked with its callers at first use",
     "counted": "a counted repetition above a caller is filtered from that caller's walk: computed at first use",
     "ambiguous": "a configuration of several stacks is walked whole at first use",
-    "counts": "another count of a repetition that may stop at once: filtered from its sorted walk at first use",
-    "limit": "past the limit on positions (EngineLimits.aot_max_positions) or cached masks: computed at first use",
+    "limit": "past EngineLimits.aot_max_positions, aot_budget_ms or aot_max_bytes: computed at first use",
 }
 
 
 class PositionMasks:
-    """Masks of bottom positions, kept compact: a sparse mask as its nonzero words (most
-    positions inside a literal or a key allow a few tokens), a dense one shared with every
-    position of the same mask (the string bodies of different values). A mask is rebuilt into a
-    fresh packed array at first use, then cached by the constraint as any other."""
+    """Masks of bottom positions and relative parts, kept compact (outside the constraint's
+    bounded caches, which would drop them): a sparse mask as its nonzero words (most positions
+    inside a literal or a key allow a few tokens), a dense one shared with every position of the
+    same mask (the string bodies of different values). A mask is rebuilt into a fresh packed
+    array at first use, then cached by the constraint as any other."""
 
     def __init__(self, words: int) -> None:
         self._words = words
         self._sparse: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._dense: dict[int, np.ndarray] = {}
         self._by_content: dict[bytes, np.ndarray] = {}
+        #: relative configuration -> its exits (its mask is kept as a position's)
+        self._exits: dict[int, Exits] = {}
         self.nbytes = 0
 
     def __len__(self) -> int:
         return len(self._sparse) + len(self._dense)
+
+    def has_relative(self, rel: int) -> bool:
+        return rel in self._exits
+
+    def add_relative(self, rel: int, part: tuple[np.ndarray, Exits]) -> None:
+        words, exits = part
+        self.add(rel, words)
+        self._exits[rel] = exits
+        self.nbytes += sum(nodes.nbytes + byts.nbytes for nodes, byts in exits.values())
+
+    def relative(self, rel: int) -> tuple[np.ndarray, Exits] | None:
+        """The packed mask and exits of relative configuration ``rel``, or None if not kept."""
+        exits = self._exits.get(rel)
+        if exits is None:
+            return None
+        return self.words(rel), exits  # type: ignore[return-value]
 
     def __contains__(self, cid: int) -> bool:
         return cid in self._sparse or cid in self._dense
@@ -129,10 +151,14 @@ class CompileReport:
     bottom_masks: int = 0
     #: unit counts of counted repetitions computed
     unit_counts: int = 0
+    #: counts of a repetition that may stop at once not visited: their masks are filtered from
+    #: the repetition's sorted walk, which the first count's mask built (no trie walk)
+    filtered_counts: int = 0
     #: kind of lazy part -> how many positions or configurations of that kind were met
     lazy: dict[str, int] = field(default_factory=dict)
-    #: whether the exploration stopped at a limit (some positions were not visited)
+    #: whether the exploration stopped at a limit (some positions were not visited), and which
     truncated: bool = False
+    stopped_by: str | None = None
     seconds: float = 0.0
     #: ``Constraint.memory_bytes`` after the compile
     memory_bytes: int = 0
@@ -145,7 +171,8 @@ class CompileReport:
     def describe(self) -> str:
         parts = [
             f"{self.positions} positions, {self.relative_parts} relative parts, {self.bottom_masks} bottom masks, "
-            f"{self.unit_counts} unit counts in {self.seconds:.3f} s ({self.memory_bytes} bytes)"
+            f"{self.unit_counts} unit counts, {self.filtered_counts} counts filtered at first use, "
+            f"in {self.seconds:.3f} s ({self.memory_bytes} bytes)"
         ]
         for kind, n in sorted(self.lazy.items()):
             if n:
@@ -153,29 +180,37 @@ class CompileReport:
         return "; ".join(parts)
 
 
-def compile_ahead(c: Constraint, *, max_positions: int, complete: bool = False) -> CompileReport:
+def compile_ahead(
+    c: Constraint, *, max_positions: int, budget_ms: int, max_bytes: int, complete: bool = False
+) -> CompileReport:
     """Precompute the parts of every position reachable from the start (see the module
-    docstring), up to ``max_positions`` positions. With ``complete``, a LimitError where a
-    limit stopped the exploration and a ConstraintError where some part can only be computed
-    at first use, both naming what stays lazy."""
+    docstring), up to ``max_positions`` positions, ``budget_ms`` milliseconds and ``max_bytes``
+    of estimated memory. With
+    ``complete``, a LimitError where a limit stopped the exploration and a ConstraintError
+    where some part can only be computed at first use, both naming what stays lazy."""
     started = time.perf_counter()
     report = CompileReport()
     with c._lock:
-        _explore(c, report, max_positions)
+        _explore(c, report, max_positions, started + budget_ms / 1000, max_bytes)
     report.seconds = time.perf_counter() - started
     report.memory_bytes = c.memory_bytes()
     if complete and not report.complete:
         text = f"the constraint cannot be compiled completely ahead of time: {report.describe()}"
         if report.truncated:
-            raise LimitError(text, limit="aot_max_positions", value=max_positions)
+            limit = report.stopped_by or "aot_max_positions"
+            value = {"aot_budget_ms": budget_ms, "aot_max_bytes": max_bytes}.get(limit, max_positions)
+            raise LimitError(text, limit=limit, value=value)
         raise ConstraintError(text)
     return report
 
 
-def _explore(c: Constraint, report: CompileReport, max_positions: int) -> None:
+#: positions explored between two looks at the constraint's estimated memory
+MEMORY_LOOK_EVERY = 64
+
+
+def _explore(c: Constraint, report: CompileReport, max_positions: int, stop_at: float, max_bytes: int) -> None:
     system, store = c._system, c._machines.store
     clamp = c._clamp
-    cache_room = c.limits.max_cached_masks
     lazy = report.lazy
     seen: set[tuple[int, bool]] = set()
     queue: deque[tuple[int, bool]] = deque()
@@ -187,14 +222,24 @@ def _explore(c: Constraint, report: CompileReport, max_positions: int) -> None:
         key = (clamp.term(top), bottom)
         if key not in seen:
             if len(seen) >= max_positions:
-                report.truncated = True
+                report.truncated, report.stopped_by = True, "aot_max_positions"
+                lazy["limit"] = lazy.get("limit", 0) + 1
                 return
             seen.add(key)
             queue.append(key)
 
     push(system.stack_top[system.configs[system.start][0]], True)
+    visited = 0
     while queue:
         check_deadline()
+        visited += 1
+        stop = "aot_budget_ms" if time.perf_counter() > stop_at else None
+        if stop is None and visited % MEMORY_LOOK_EVERY == 0 and c.memory_bytes() > max_bytes:
+            stop = "aot_max_bytes"
+        if stop is not None:
+            report.truncated, report.stopped_by = True, stop
+            lazy["limit"] = lazy.get("limit", 0) + len(queue)
+            break
         top, bottom = queue.popleft()
         head = counted_head(store, top)
         # the other counts of a repetition that may stop at once are filtered from one sorted
@@ -219,12 +264,8 @@ def _explore(c: Constraint, report: CompileReport, max_positions: int) -> None:
                     report.unit_counts += 1
             elif store.nullable[top]:
                 lazy["caller-dependent"] = lazy.get("caller-dependent", 0) + 1
-            elif cid not in c._relative:
-                if len(c._relative) >= cache_room:
-                    report.truncated = True
-                    lazy["limit"] = lazy.get("limit", 0) + 1
-                    continue
-                _relative_part(c, cid, top)
+            elif cid not in c._relative and not positions.has_relative(cid):
+                positions.add_relative(cid, c._walk_relative(cid, top, shared=False))
                 report.relative_parts += 1
         for target in _targets(c, cid):
             stacks = system.configs[target]
@@ -233,7 +274,10 @@ def _explore(c: Constraint, report: CompileReport, max_positions: int) -> None:
                 lazy["ambiguous"] = lazy.get("ambiguous", 0) + 1
             for sid in stacks:
                 if repetition is not None and _same_repetition(c, system.stack_top[sid], repetition):
-                    lazy["counts"] = lazy.get("counts", 0) + 1
+                    if bottom:
+                        report.filtered_counts += 1
+                    else:
+                        lazy["counted"] = lazy.get("counted", 0) + 1
                     continue
                 _push_frames(c, sid, push)
     report.positions = len(seen)
@@ -250,11 +294,6 @@ def _same_repetition(c: Constraint, top: int, repetition: tuple[int, int]) -> bo
     """Whether ``top`` is another count of the repetition ``(unit, rest)``, masked by filtering."""
     head = counted_head(c._machines.store, top)
     return head is not None and (head.unit, head.rest) == repetition and _counted(c, head)
-
-
-def _relative_part(c: Constraint, rel: int, top: int) -> None:
-    """The relative part of ``top``, into the cache :meth:`Constraint._relative_words` reads."""
-    c._relative[rel] = c._walk_relative(rel, top, shared=False)
 
 
 def _targets(c: Constraint, cid: int) -> set[int]:

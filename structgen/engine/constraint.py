@@ -202,7 +202,13 @@ class Constraint:
             )
             c = cls(grammar, vocab, machines, system, limits)
             if mode == "aot":
-                c.report = compile_ahead(c, max_positions=limits.aot_max_positions, complete=complete)
+                c.report = compile_ahead(
+                    c,
+                    max_positions=limits.aot_max_positions,
+                    budget_ms=limits.aot_budget_ms,
+                    max_bytes=limits.aot_max_bytes,
+                    complete=complete,
+                )
                 c.precompute(limits.aot_max_configs)
         return c
 
@@ -330,6 +336,8 @@ class Constraint:
             return None
         rel = system.relative(top)
         found = self._relative.get(rel)
+        if found is None:
+            found = self._positions.relative(rel) if self._positions else None
         if found is None:
             found = self._walk_relative(rel, top, shared=split)
             if len(self._relative) >= self.limits.max_cached_masks:
