@@ -226,11 +226,14 @@ def _explore(c: Constraint, report: CompileReport, max_positions: int, stop_at: 
                 lazy["limit"] = lazy.get("limit", 0) + 1
                 return
             seen.add(key)
-            queue.append(key)
+            (queue if bottom else shared).append(key)
 
+    # positions over a caller first: each one's part serves every caller, where a bottom
+    # position serves one configuration (each queue breadth first)
+    shared: deque[tuple[int, bool]] = deque()
     push(system.stack_top[system.configs[system.start][0]], True)
     visited = 0
-    while queue:
+    while queue or shared:
         check_deadline()
         visited += 1
         stop = "aot_budget_ms" if time.perf_counter() > stop_at else None
@@ -238,9 +241,9 @@ def _explore(c: Constraint, report: CompileReport, max_positions: int, stop_at: 
             stop = "aot_max_bytes"
         if stop is not None:
             report.truncated, report.stopped_by = True, stop
-            lazy["limit"] = lazy.get("limit", 0) + len(queue)
+            lazy["limit"] = lazy.get("limit", 0) + len(queue) + len(shared)
             break
-        top, bottom = queue.popleft()
+        top, bottom = shared.popleft() if shared else queue.popleft()
         head = counted_head(store, top)
         # the other counts of a repetition that may stop at once are filtered from one sorted
         # walk at first use (counters.py): the exploration leaves them out, not what follows

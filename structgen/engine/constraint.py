@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import operator
 import threading
+import time
 from typing import Iterable, Sequence
 
 import numpy as np
@@ -202,6 +203,7 @@ class Constraint:
             )
             c = cls(grammar, vocab, machines, system, limits)
             if mode == "aot":
+                until = time.perf_counter() + limits.aot_budget_ms / 1000
                 c.report = compile_ahead(
                     c,
                     max_positions=limits.aot_max_positions,
@@ -209,7 +211,8 @@ class Constraint:
                     max_bytes=limits.aot_max_bytes,
                     complete=complete,
                 )
-                c.precompute(limits.aot_max_configs)
+                # whole configurations in what is left of the budget: lookups, not assemblies
+                c.precompute(limits.aot_max_configs, until=until)
         return c
 
     def _resolve_atoms(self, atoms: Sequence[ir.Token]) -> list[tuple[np.ndarray, bool]]:
@@ -821,15 +824,18 @@ class Constraint:
             self._table.loop_sets(np.asarray([cid]))  # fills the whole row
             return self._table.rows[cid].copy()
 
-    def precompute(self, max_configs: int) -> int:
-        """Explore configurations reachable from the start (breadth first, up to ``max_configs``)
-        and build their masks; returns how many were built."""
+    def precompute(self, max_configs: int, *, until: float | None = None) -> int:
+        """Explore configurations reachable from the start (breadth first, up to ``max_configs``,
+        and until ``time.perf_counter()`` passes ``until`` where given) and build their masks;
+        returns how many were explored."""
         seen = {self._system.start}
         frontier = [self._system.start]
         while frontier and len(seen) < max_configs:
             nxt = []
             for cid in frontier:
                 check_deadline()
+                if until is not None and time.perf_counter() > until:
+                    return len(seen)
                 self.mask_words(cid)
                 targets = set(self.row(cid).tolist())
                 targets |= {self._atom_step(cid, k) for k in range(len(self._atom_ids))}
@@ -840,6 +846,8 @@ class Constraint:
             frontier = nxt
         for cid in frontier:
             check_deadline()
+            if until is not None and time.perf_counter() > until:
+                break
             self.mask_words(cid)
         return len(seen)
 
