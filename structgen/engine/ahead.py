@@ -48,6 +48,7 @@ memory one packed mask per part (``4 * ceil(width / 32)`` bytes, 16 KB on Llama 
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -84,7 +85,7 @@ class PositionMasks:
         self._words = words
         self._sparse: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._dense: dict[int, np.ndarray] = {}
-        self._by_content: dict[bytes, np.ndarray] = {}
+        self._by_digest: dict[bytes, list[np.ndarray]] = {}
         #: relative configuration -> its exits (its mask is kept as a position's)
         self._exits: dict[int, Exits] = {}
         self.nbytes = 0
@@ -117,10 +118,13 @@ class PositionMasks:
             self._sparse[cid] = (nz.astype(np.int32), words[nz].copy())
             self.nbytes += nz.size * 8 + 64
             return
-        key = words.tobytes()
-        shared = self._by_content.get(key)
+        # found by a digest, kept only after a comparison: equal digests of unequal masks would
+        # be a wrong mask, however unlikely
+        same = self._by_digest.setdefault(hashlib.blake2b(words.data, digest_size=16).digest(), [])
+        shared = next((m for m in same if np.array_equal(m, words)), None)
         if shared is None:
-            shared = self._by_content[key] = words
+            shared = words
+            same.append(words)
             self.nbytes += words.nbytes
         self._dense[cid] = shared
         self.nbytes += 64
