@@ -29,8 +29,8 @@ assembled from a precomputed part is the mask the lazy engine computes (bit for 
 not precomputed is computed at first use, as before. What stays lazy, and why, is in the
 :class:`CompileReport`:
 
-* a top that may end at once (nullable), not at the bottom: its mask depends on the caller's
-  first bytes beyond its exits, so it is walked with its callers (``caller-dependent``);
+* a top that may end at once (nullable), not at the bottom, where the constraint walks such
+  tops with their callers (``constraint.RELATIVE_NULLABLE`` off): ``caller-dependent``;
 * a counted repetition not at the bottom: its mask is filtered from its unbounded repetition's
   walk, which is the caller's (``counted``); its unit counts are precomputed;
 * the other counts of a repetition that may stop at once (a string under ``maxLength``) are
@@ -185,17 +185,24 @@ class CompileReport:
 
 
 def compile_ahead(
-    c: Constraint, *, max_positions: int, budget_ms: int, max_bytes: int, complete: bool = False
+    c: Constraint,
+    *,
+    max_positions: int,
+    budget_ms: int,
+    max_bytes: int,
+    nullable_over_hole: bool = True,
+    complete: bool = False,
 ) -> CompileReport:
     """Precompute the parts of every position reachable from the start (see the module
     docstring), up to ``max_positions`` positions, ``budget_ms`` milliseconds and ``max_bytes``
-    of estimated memory. With
+    of estimated memory. ``nullable_over_hole``: whether the constraint walks a top that may end
+    at once over the hole (``constraint.RELATIVE_NULLABLE``). With
     ``complete``, a LimitError where a limit stopped the exploration and a ConstraintError
     where some part can only be computed at first use, both naming what stays lazy."""
     started = time.perf_counter()
     report = CompileReport()
     with c._lock:
-        _explore(c, report, max_positions, started + budget_ms / 1000, max_bytes)
+        _explore(c, report, max_positions, started + budget_ms / 1000, max_bytes, nullable_over_hole)
     report.seconds = time.perf_counter() - started
     report.memory_bytes = c.memory_bytes()
     if complete and not report.complete:
@@ -212,7 +219,9 @@ def compile_ahead(
 MEMORY_LOOK_EVERY = 64
 
 
-def _explore(c: Constraint, report: CompileReport, max_positions: int, stop_at: float, max_bytes: int) -> None:
+def _explore(
+    c: Constraint, report: CompileReport, max_positions: int, stop_at: float, max_bytes: int, nullable_over_hole: bool
+) -> None:
     system, store = c._system, c._machines.store
     clamp = c._clamp
     lazy = report.lazy
@@ -269,7 +278,7 @@ def _explore(c: Constraint, report: CompileReport, max_positions: int, stop_at: 
                 if (head.unit, head.partial) not in c._units:
                     c._unit_counts(head.unit, head.partial)
                     report.unit_counts += 1
-            elif store.nullable[top]:
+            elif store.nullable[top] and not nullable_over_hole:
                 lazy["caller-dependent"] = lazy.get("caller-dependent", 0) + 1
             elif cid not in c._relative and not positions.has_relative(cid):
                 positions.add_relative(cid, c._walk_relative(cid, top, shared=False))

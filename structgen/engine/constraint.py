@@ -57,6 +57,9 @@ from .trie_cache import token_trie_for
 #: by every caller, see ``Constraint._relative_words``); off, it is walked as it is. Both give
 #: the same masks; tests switch it to compare them.
 RELATIVE_WALKS = True
+#: Whether a top that may end at once is walked over the hole too (its returns into the caller
+#: at the first byte are exits at the root); off, it is walked with its callers. Tests switch it.
+RELATIVE_NULLABLE = True
 #: Whether a commit reads a configuration's fixed bytes at once (``_step_bytes``); tests switch it.
 LITERAL_COMMITS = True
 #: Whether the last unit of a counted repetition (``x rest``, the count ``x{1,1}``) takes its
@@ -209,6 +212,7 @@ class Constraint:
                     max_positions=limits.aot_max_positions,
                     budget_ms=limits.aot_budget_ms,
                     max_bytes=limits.aot_max_bytes,
+                    nullable_over_hole=RELATIVE_NULLABLE,
                     complete=complete,
                 )
                 # whole configurations in what is left of the budget: lookups, not assemblies
@@ -335,7 +339,7 @@ class Constraint:
                 return None
             # ``h R`` at the bottom is ``h`` over a frame holding ``R``: the same stack
             top, parent, split = found_split[0], system.stack(parent, found_split[1]), True
-        elif self._machines.store.nullable[top]:
+        elif self._machines.store.nullable[top] and not RELATIVE_NULLABLE:
             return None
         rel = system.relative(top)
         found = self._relative.get(rel)
