@@ -115,3 +115,25 @@ def test_complete_compile_refuses_what_stays_lazy() -> None:
     assert info.value.limit == "aot_max_positions"
     with pytest.raises(ConstraintError, match="complete"):
         Constraint.compile(grammar, vocab, complete=True)  # lazy: nothing to complete
+
+
+@pytest.mark.parametrize("name", ["tree", "any_json"])
+def test_chained_crossings_equal_walks_from_the_caller(name: str, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Tokens that cross several frames (``]}]``) walked frame by frame over the hole give the
+    masks of the walk from the caller as it is, and deeper frames reuse the crossings."""
+    from structgen.engine import constraint as constraint_mod
+
+    vocab = load_vocab("llama-bpe")
+    case = next(c for c in load_named_schemas([name]))
+    grammar = Grammar.from_json_schema(case.schema)
+    chained, plain = Constraint.compile(grammar, vocab), Constraint.compile(grammar, vocab)
+    for text in _texts(case.instances):
+        s_on, s_off = chained.start(), plain.start()
+        for i, tok in enumerate(greedy_tokens(vocab, text.encode())):
+            monkeypatch.setattr(constraint_mod, "CHAINED_CROSSINGS", True)
+            on = s_on.mask_words().copy()
+            monkeypatch.setattr(constraint_mod, "CHAINED_CROSSINGS", False)
+            assert np.array_equal(on, s_off.mask_words()), f"masks differ at token {i} of {text!r}"
+            assert s_on.commit_token(tok) and s_off.commit_token(tok)
+    assert chained._crossings and not plain._crossings
+    assert any(len(key) > 2 for key in chained._crossings), "no token crossed two frames"

@@ -155,6 +155,8 @@ class CompileReport:
     bottom_masks: int = 0
     #: unit counts of counted repetitions computed
     unit_counts: int = 0
+    #: walks of the tokens that cross from a top into the frame below it (one frame deep)
+    crossings: int = 0
     #: counts of a repetition that may stop at once not visited: their masks are filtered from
     #: the repetition's sorted walk, which the first count's mask built (no trie walk)
     filtered_counts: int = 0
@@ -175,7 +177,8 @@ class CompileReport:
     def describe(self) -> str:
         parts = [
             f"{self.positions} positions, {self.relative_parts} relative parts, {self.bottom_masks} bottom masks, "
-            f"{self.unit_counts} unit counts, {self.filtered_counts} counts filtered at first use, "
+            f"{self.unit_counts} unit counts, {self.crossings} crossings, "
+            f"{self.filtered_counts} counts filtered at first use, "
             f"in {self.seconds:.3f} s ({self.memory_bytes} bytes)"
         ]
         for kind, n in sorted(self.lazy.items()):
@@ -245,6 +248,7 @@ def _explore(
     # position serves one configuration (each queue breadth first)
     shared: deque[tuple[int, bool]] = deque()
     push(system.stack_top[system.configs[system.start][0]], True)
+    pairs: set[tuple[int, int]] = set()
     visited = 0
     while queue or shared:
         check_deadline()
@@ -295,8 +299,10 @@ def _explore(
                     else:
                         lazy["counted"] = lazy.get("counted", 0) + 1
                     continue
-                _push_frames(c, sid, push)
+                _push_frames(c, sid, push, pairs)
     report.positions = len(seen)
+    if not report.truncated:
+        _crossings(c, report, pairs, stop_at)
 
 
 def _counted(c: Constraint, head: CountedHead) -> bool:
@@ -320,12 +326,40 @@ def _targets(c: Constraint, cid: int) -> set[int]:
     return targets
 
 
-def _push_frames(c: Constraint, sid: int, push: object) -> None:
+def _push_frames(c: Constraint, sid: int, push: object, pairs: set[tuple[int, int]]) -> None:
     """Every frame of stack ``sid`` as a position (the frames above the hole of a relative
-    stack; the mark a return into the hole leaves is none)."""
+    stack; the mark a return into the hole leaves is none), and each frame over a caller frame
+    into ``pairs`` (clamped tops: where tokens cross from one into the other)."""
     system = c._system
     hole, mark = system.hole, system.exit_mark
+    clamp = c._clamp
+    below = -1
     while sid >= 0 and sid != hole and sid != mark:
         parent = system.stack_parent[sid]
-        push(system.stack_top[sid], parent < 0)  # type: ignore[operator]
+        top = system.stack_top[sid]
+        push(top, parent < 0)  # type: ignore[operator]
+        if below >= 0:
+            pairs.add((below, clamp.term(top)))
+        below = clamp.term(top) if parent >= 0 else -1
         sid = parent
+
+
+def _crossings(c: Constraint, report: CompileReport, pairs: set[tuple[int, int]], stop_at: float) -> None:
+    """The crossings (``Constraint._crossing``) of tokens from each top of ``pairs`` whose
+    relative part is known into the frame below it, one frame deep: what a mask over a caller
+    adds to its relative part. Deeper crossings are computed at first use."""
+    system = c._system
+    for top, caller in sorted(pairs):
+        if time.perf_counter() > stop_at:
+            report.truncated, report.stopped_by = True, "aot_budget_ms"
+            return
+        rel = system.relative(top)
+        part = c._relative.get(rel) or c._positions.relative(rel)
+        if part is None or not part[1]:
+            continue
+        # the caller's first bytes depend on its top alone (it is over a caller of its own)
+        tail = system.relative(caller)
+        exits = c._exits_into(part[1], tail)
+        if exits and (rel, caller) not in c._crossings:
+            c._crossing(tail, exits, (rel,))
+            report.crossings += 1

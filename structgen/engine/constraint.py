@@ -60,6 +60,10 @@ RELATIVE_WALKS = True
 #: Whether a top that may end at once is walked over the hole too (its returns into the caller
 #: at the first byte are exits at the root); off, it is walked with its callers. Tests switch it.
 RELATIVE_NULLABLE = True
+#: Whether the tokens that cross from a walk over the hole into a caller that is itself over a
+#: caller are walked over the hole of that caller's top too, frame by frame (``_crossing``); off,
+#: from the caller as it is. Tests switch it.
+CHAINED_CROSSINGS = True
 #: Whether a commit reads a configuration's fixed bytes at once (``_step_bytes``); tests switch it.
 LITERAL_COMMITS = True
 #: Whether the last unit of a counted repetition (``x rest``, the count ``x{1,1}``) takes its
@@ -151,6 +155,9 @@ class Constraint:
         self._word_starts: dict[tuple[int, int], bool] = {}
         #: relative configuration of a split counted base -> the exits of its walk
         self._base_exits: dict[int, dict[int, tuple[np.ndarray, np.ndarray]]] = {}
+        #: (relative configuration, tops crossed) -> the tokens and exits of the walk from its
+        #: exits over the last top (see ``_crossing``)
+        self._crossings: dict[tuple[int, ...], tuple[np.ndarray, dict[int, tuple[np.ndarray, np.ndarray]]]] = {}
         #: relative configuration -> its packed mask and exits (see ``_relative_words``)
         self._relative: dict[int, tuple[np.ndarray, dict[int, tuple[np.ndarray, np.ndarray]]]] = {}
         #: structural ids of terms, shared by every constraint in the process (shared_walks.py)
@@ -363,7 +370,35 @@ class Constraint:
                 self._spine_refused.add(top)
         if not exits:
             return words, np.zeros(0, dtype=np.int64)
-        return words, self._table.walk_from(tail, self._trie, exits)
+        return words, self._crossing(tail, exits, (rel,))
+
+    def _crossing(self, tail: int, exits: dict[int, tuple[np.ndarray, np.ndarray]], key: tuple[int, ...]) -> np.ndarray:
+        """The tokens a walk from ``exits`` accepts, each exit entered with its byte stepped
+        from ``tail``. Where ``tail`` is one stack over a caller, the walk is from its top over
+        the hole (``TransitionTable.walk_from_relative``), kept per ``key`` (the relative
+        configuration and the tops crossed before, which fix the exits) and the top: every depth
+        of a recursive document shares it, and the tokens that cross this frame too go on from
+        its exits into the next caller. Exact for the reason a walk over the hole is."""
+        system = self._system
+        stacks = system.configs[tail]
+        parent = system.stack_parent[stacks[0]] if len(stacks) == 1 else -1
+        if not CHAINED_CROSSINGS or parent < 0:
+            return self._table.walk_from(tail, self._trie, exits)
+        top = system.stack_top[stacks[0]]
+        here = key + (top,)
+        found = self._crossings.get(here)
+        if found is None:
+            found = self._table.walk_from_relative(system.relative(top), self._trie, exits)
+            if len(self._crossings) >= self.limits.max_cached_masks:
+                self._crossings.pop(next(iter(self._crossings)))
+            self._crossings[here] = found
+        ids, further = found
+        if further:
+            caller = system.config([parent])
+            further = self._exits_into(further, caller)
+            if further:
+                ids = np.concatenate([ids.astype(np.int64), self._crossing(caller, further, here)])
+        return ids
 
     def _walk_relative(
         self, rel: int, top: int, *, shared: bool
