@@ -223,7 +223,7 @@ class Constraint:
                     complete=complete,
                 )
                 # whole configurations in what is left of the budget: lookups, not assemblies
-                c.precompute(limits.aot_max_configs, until=until)
+                c.precompute(limits.aot_max_configs, until=until, max_bytes=limits.aot_max_bytes)
         return c
 
     def _resolve_atoms(self, atoms: Sequence[ir.Token]) -> list[tuple[np.ndarray, bool]]:
@@ -863,17 +863,21 @@ class Constraint:
             self._table.loop_sets(np.asarray([cid]))  # fills the whole row
             return self._table.rows[cid].copy()
 
-    def precompute(self, max_configs: int, *, until: float | None = None) -> int:
+    def precompute(self, max_configs: int, *, until: float | None = None, max_bytes: int | None = None) -> int:
         """Explore configurations reachable from the start (breadth first, up to ``max_configs``,
-        and until ``time.perf_counter()`` passes ``until`` where given) and build their masks;
-        returns how many were explored."""
+        until ``time.perf_counter()`` passes ``until`` and while :meth:`memory_bytes` stays
+        within ``max_bytes``, where given) and build their masks; returns how many were explored."""
         seen = {self._system.start}
         frontier = [self._system.start]
+        visited = 0
         while frontier and len(seen) < max_configs:
             nxt = []
             for cid in frontier:
                 check_deadline()
+                visited += 1
                 if until is not None and time.perf_counter() > until:
+                    return len(seen)
+                if max_bytes is not None and visited % 64 == 0 and self.memory_bytes() > max_bytes:
                     return len(seen)
                 self.mask_words(cid)
                 targets = set(self.row(cid).tolist())
