@@ -117,23 +117,33 @@ def test_complete_compile_refuses_what_stays_lazy() -> None:
         Constraint.compile(grammar, vocab, complete=True)  # lazy: nothing to complete
 
 
-@pytest.mark.parametrize("name", ["tree", "any_json"])
-def test_chained_crossings_equal_walks_from_the_caller(name: str, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    """Tokens that cross several frames (``]}]``) walked frame by frame over the hole give the
-    masks of the walk from the caller as it is, and deeper frames reuse the crossings."""
+#: the mechanisms aot's parts rest on, each of which a test switches off to compare
+SWITCHES = ("CHAINED_CROSSINGS", "LOOP_SPLIT", "RELATIVE_NULLABLE")
+
+
+@pytest.mark.parametrize("switch", SWITCHES)
+@pytest.mark.parametrize("case", load_named_schemas(), ids=lambda case: case.name)
+def test_switches_keep_the_masks(case, switch: str, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Tokens that cross several frames walked frame by frame over the hole, a string's body
+    walked over a frame holding the rest of the document, a top that may end at once walked over
+    the hole: each gives the masks of the walk without it, along every instance of schemas/."""
     from structgen.engine import constraint as constraint_mod
 
     vocab = load_vocab("llama-bpe")
-    case = next(c for c in load_named_schemas([name]))
     grammar = Grammar.from_json_schema(case.schema)
-    chained, plain = Constraint.compile(grammar, vocab), Constraint.compile(grammar, vocab)
+    on, off = Constraint.compile(grammar, vocab), Constraint.compile(grammar, vocab)
     for text in _texts(case.instances):
-        s_on, s_off = chained.start(), plain.start()
+        s_on, s_off = on.start(), off.start()
         for i, tok in enumerate(greedy_tokens(vocab, text.encode())):
-            monkeypatch.setattr(constraint_mod, "CHAINED_CROSSINGS", True)
-            on = s_on.mask_words().copy()
-            monkeypatch.setattr(constraint_mod, "CHAINED_CROSSINGS", False)
-            assert np.array_equal(on, s_off.mask_words()), f"masks differ at token {i} of {text!r}"
+            monkeypatch.setattr(constraint_mod, switch, True)
+            m_on = s_on.mask_words().copy()
+            monkeypatch.setattr(constraint_mod, switch, False)
+            assert np.array_equal(m_on, s_off.mask_words()), f"masks differ at token {i} of {text!r}"
             assert s_on.commit_token(tok) and s_off.commit_token(tok)
-    assert chained._crossings and not plain._crossings
-    assert any(len(key) > 2 for key in chained._crossings), "no token crossed two frames"
+    if switch == "CHAINED_CROSSINGS" and case.name in ("tree", "any_json"):
+        assert any(len(key) > 2 for key in on._crossings), "no token crossed two frames"
+        assert not off._crossings
+    if switch == "LOOP_SPLIT":
+        assert not any(v is not None for v in off._loops.values())
+        if case.name in ("any_json", "tree"):  # free strings: their bodies are split
+            assert any(v is not None for v in on._loops.values())

@@ -282,6 +282,14 @@ def _explore(
                 if (head.unit, head.partial) not in c._units:
                     c._unit_counts(head.unit, head.partial)
                     report.unit_counts += 1
+            elif (loop := c._loop_split(top)) is not None and loop[0] not in c._spine_refused:
+                # the constraint walks ``x* b`` over a frame holding the rest: that part is
+                # shared by every rest (``Constraint._loop_split``)
+                part = system.relative(loop[0])
+                if part not in c._relative and not positions.has_relative(part):
+                    positions.add_relative(part, c._walk_relative(part, loop[0], shared=True))
+                    report.relative_parts += 1
+                pairs.add((loop[0], clamp.term(loop[1])))
             elif store.nullable[top] and not nullable_over_hole:
                 lazy["caller-dependent"] = lazy.get("caller-dependent", 0) + 1
             elif cid not in c._relative and not positions.has_relative(cid):

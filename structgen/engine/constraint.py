@@ -49,7 +49,7 @@ from .loop_regions import LoopRegion
 from .machines import Machines, build_machines, token_symbol
 from .masks import pack_ids, pack_ids_onto, unpack, words_for
 from .table import TransitionTable
-from .terms import ALT_K, BYTES_K, EMPTY, HAS_POSS, SEQ_K
+from .terms import ALT_K, BYTES_K, EMPTY, HAS_POSS, HAS_SYM, REPEAT_K, SEQ_K
 from .token_budget import DEFAULT_TOKEN_BUDGET_TUNING, TokenCounter, multibyte_ends
 from .trie_cache import token_trie_for
 
@@ -64,6 +64,10 @@ RELATIVE_NULLABLE = True
 #: caller are walked over the hole of that caller's top too, frame by frame (``_crossing``); off,
 #: from the caller as it is. Tests switch it.
 CHAINED_CROSSINGS = True
+#: Whether a top ``x* b R`` (inside a string, a run of digits) is walked as ``x* b`` over a frame
+#: holding ``R`` (``Constraint._loop_split``), at the bottom where it has no split before a word
+#: and over a caller; off, as it is. Tests switch it.
+LOOP_SPLIT = True
 #: Whether a commit reads a configuration's fixed bytes at once (``_step_bytes``); tests switch it.
 LITERAL_COMMITS = True
 #: Whether the last unit of a counted repetition (``x rest``, the count ``x{1,1}``) takes its
@@ -149,6 +153,8 @@ class Constraint:
         self._unbounded_tops: dict[tuple[int, int, int | None, int | None], int] = {}
         #: top term -> (head, tail) of its split before the next word, or None (``_spine_split``)
         self._spine: dict[int, tuple[int, int] | None] = {}
+        #: top term -> (head, rest) of its split after a byte loop, or None (``_loop_split``)
+        self._loops: dict[int, tuple[int, int] | None] = {}
         #: heads whose walk over the hole left too many exits: their tops are walked as they are
         self._spine_refused: set[int] = set()
         #: (term, bytes) -> whether every option starts with that many word bytes
@@ -343,11 +349,17 @@ class Constraint:
             if found_split is False:
                 found_split = self._spine_split(top)
             if found_split is None or found_split[0] in self._spine_refused:
+                found_split = self._loop_split(top)
+            if found_split is None or found_split[0] in self._spine_refused:
                 return None
             # ``h R`` at the bottom is ``h`` over a frame holding ``R``: the same stack
             top, parent, split = found_split[0], system.stack(parent, found_split[1]), True
-        elif self._machines.store.nullable[top] and not RELATIVE_NULLABLE:
-            return None
+        else:
+            found_split = self._loop_split(top)
+            if found_split is not None and found_split[0] not in self._spine_refused:
+                top, parent, split = found_split[0], system.stack(parent, found_split[1]), True
+            elif self._machines.store.nullable[top] and not RELATIVE_NULLABLE:
+                return None
         rel = system.relative(top)
         found = self._relative.get(rel)
         if found is None:
@@ -462,6 +474,33 @@ class Constraint:
             t = b[t]  # type: ignore[assignment]
         found = self._spine.setdefault(top, None)
         return found
+
+    def _loop_split(self, top: int) -> tuple[int, int] | None:
+        """``(x* b, R)`` where the top is ``x* b R``: a loop over bytes (a string's body, a run
+        of digits) and the one byte class that ends it (the closing quote), before the rest
+        ``R``. Inside a string the rest is the document after it, different for every set of
+        keys still to come; the head is the same for every string of that kind, so its walk over
+        the hole (a frame holding ``R``) is shared by all of them (``LOOP_SPLIT``). None where
+        the top has another shape, or where the loop or its end holds a call or a greedy
+        lexeme (remembered)."""
+        found = self._loops.get(top, False)
+        if found is False:
+            found = None
+            store = self._machines.store
+            kind, a, b = store.kind, store.a, store.b
+            if LOOP_SPLIT and kind[top] == SEQ_K:
+                loop, after = a[top], b[top]
+                if (
+                    kind[loop] == REPEAT_K
+                    and store.b[loop] == (0, None)
+                    and not store.flags[loop] & (HAS_POSS | HAS_SYM)
+                    and kind[after] == SEQ_K
+                    and kind[a[after]] == BYTES_K
+                    and b[after] != EMPTY
+                ):
+                    found = (store.seq(loop, a[after]), b[after])  # type: ignore[arg-type]
+            self._loops[top] = found
+        return found  # type: ignore[return-value]
 
     def _starts_with_word(self, t: int, need: int) -> bool:
         """Whether every option of the choice or sequence ``t`` starts with ``need`` single
