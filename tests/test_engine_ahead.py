@@ -147,3 +147,34 @@ def test_switches_keep_the_masks(case, switch: str, monkeypatch) -> None:  # typ
         assert not any(v is not None for v in off._loops.values())
         if case.name in ("any_json", "tree"):  # free strings: their bodies are split
             assert any(v is not None for v in on._loops.values())
+
+
+@pytest.mark.parametrize("switch", SWITCHES)
+def test_switches_keep_the_masks_on_maskbench(corpora: pathlib.Path, switch: str, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The same on schemas nobody here wrote."""
+    from structgen.engine import constraint as constraint_mod
+
+    cases = maskbench_sample(12, max_instances=1)
+    if not cases:
+        pytest.skip("MaskBench archive not in the corpora")
+    vocab = load_vocab("llama-bpe")
+    compared = 0
+    for case in cases:
+        try:
+            grammar = Grammar.from_json_schema(case.schema)
+        except StructgenError:
+            continue
+        on, off = Constraint.compile(grammar, vocab), Constraint.compile(grammar, vocab)
+        for text in [json.dumps(i) for i in case.instances]:
+            s_on, s_off = on.start(), off.start()
+            for i, tok in enumerate(greedy_tokens(vocab, text.encode())):
+                monkeypatch.setattr(constraint_mod, switch, True)
+                m_on = s_on.mask_words().copy()
+                monkeypatch.setattr(constraint_mod, switch, False)
+                assert np.array_equal(m_on, s_off.mask_words()), f"{case.name}: masks differ at token {i}"
+                ok = s_on.commit_token(tok)
+                assert ok == s_off.commit_token(tok)
+                compared += 1
+                if not ok:
+                    break
+    assert compared > 200
