@@ -58,8 +58,10 @@ from .trie_cache import token_trie_for
 #: the same masks; tests switch it to compare them.
 RELATIVE_WALKS = True
 #: Whether a top that may end at once is walked over the hole too (its returns into the caller
-#: at the first byte are exits at the root); off, it is walked with its callers. Tests switch it.
-RELATIVE_NULLABLE = True
+#: at the first byte are exits at the root); off, it is walked with its callers. Exact either way
+#: (tests switch it); off by default: its exits under most bytes filled the process's exit picks
+#: (shared_walks.py) with objects the collector keeps scanning (test_engine_gc).
+RELATIVE_NULLABLE = False
 #: Whether the tokens that cross from a walk over the hole into a caller that is itself over a
 #: caller are walked over the hole of that caller's top too, frame by frame (``_crossing``); off,
 #: from the caller as it is. Tests switch it.
