@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import operator
 import threading
+import time
 from typing import Iterable, Sequence
 
 import numpy as np
@@ -22,6 +23,7 @@ from ..grammar import ir
 from ..grammar.grammar import Grammar
 from ..vocab import Vocab
 from . import shared_walks
+from .ahead import CompileReport, PositionMasks, compile_ahead
 from .arrays import unique_inverse
 from .budget_bound import CompletionBound
 from .configs import DEAD, ConfigSystem
@@ -47,7 +49,7 @@ from .loop_regions import LoopRegion
 from .machines import Machines, build_machines, token_symbol
 from .masks import pack_ids, pack_ids_onto, unpack, words_for
 from .table import TransitionTable
-from .terms import ALT_K, BYTES_K, EMPTY, HAS_POSS, SEQ_K
+from .terms import ALT_K, BYTES_K, EMPTY, HAS_POSS, HAS_SYM, REPEAT_K, SEQ_K
 from .token_budget import DEFAULT_TOKEN_BUDGET_TUNING, TokenCounter, multibyte_ends
 from .trie_cache import token_trie_for
 
@@ -55,6 +57,19 @@ from .trie_cache import token_trie_for
 #: by every caller, see ``Constraint._relative_words``); off, it is walked as it is. Both give
 #: the same masks; tests switch it to compare them.
 RELATIVE_WALKS = True
+#: Whether a top that may end at once is walked over the hole too (its returns into the caller
+#: at the first byte are exits at the root); off, it is walked with its callers. Exact either way
+#: (tests switch it); off by default: its exits under most bytes filled the process's exit picks
+#: (shared_walks.py) with objects the collector keeps scanning (test_engine_gc).
+RELATIVE_NULLABLE = False
+#: Whether the tokens that cross from a walk over the hole into a caller that is itself over a
+#: caller are walked over the hole of that caller's top too, frame by frame (``_crossing``); off,
+#: from the caller as it is. Tests switch it.
+CHAINED_CROSSINGS = True
+#: Whether a top ``x* b R`` (inside a string, a run of digits) is walked as ``x* b`` over a frame
+#: holding ``R`` (``Constraint._loop_split``), at the bottom where it has no split before a word
+#: and over a caller; off, as it is. Tests switch it.
+LOOP_SPLIT = True
 #: Whether a commit reads a configuration's fixed bytes at once (``_step_bytes``); tests switch it.
 LITERAL_COMMITS = True
 #: Whether the last unit of a counted repetition (``x rest``, the count ``x{1,1}``) takes its
@@ -140,12 +155,17 @@ class Constraint:
         self._unbounded_tops: dict[tuple[int, int, int | None, int | None], int] = {}
         #: top term -> (head, tail) of its split before the next word, or None (``_spine_split``)
         self._spine: dict[int, tuple[int, int] | None] = {}
+        #: top term -> (head, rest) of its split after a byte loop, or None (``_loop_split``)
+        self._loops: dict[int, tuple[int, int] | None] = {}
         #: heads whose walk over the hole left too many exits: their tops are walked as they are
         self._spine_refused: set[int] = set()
         #: (term, bytes) -> whether every option starts with that many word bytes
         self._word_starts: dict[tuple[int, int], bool] = {}
         #: relative configuration of a split counted base -> the exits of its walk
         self._base_exits: dict[int, dict[int, tuple[np.ndarray, np.ndarray]]] = {}
+        #: (relative configuration, tops crossed) -> the tokens and exits of the walk from its
+        #: exits over the last top (see ``_crossing``)
+        self._crossings: dict[tuple[int, ...], tuple[np.ndarray, dict[int, tuple[np.ndarray, np.ndarray]]]] = {}
         #: relative configuration -> its packed mask and exits (see ``_relative_words``)
         self._relative: dict[int, tuple[np.ndarray, dict[int, tuple[np.ndarray, np.ndarray]]]] = {}
         #: structural ids of terms, shared by every constraint in the process (shared_walks.py)
@@ -156,6 +176,10 @@ class Constraint:
         self._token_counter: TokenCounter | None = None
         self._bytes_bound: bool | None = None
         self._memory_checked_at = -1  # configurations when memory_bytes was last compared
+        #: what ``mode="aot"`` precomputed and left lazy (None for a lazy compile)
+        self.report: CompileReport | None = None
+        #: masks of bottom positions precomputed by ``mode="aot"`` (ahead.py), kept compact
+        self._positions = PositionMasks(self._words)
 
     # -- construction ---------------------------------------------------------------------------
 
@@ -167,13 +191,16 @@ class Constraint:
         *,
         mode: str = "lazy",
         limits: EngineLimits = DEFAULT_ENGINE_LIMITS,
+        complete: bool = False,
     ) -> Constraint:
         """Compile ``grammar`` for ``vocab``.
 
         ``mode="lazy"`` (default) does the least work up front: automata states and masks are
         built the first time a request reaches them. ``mode="aot"`` explores reachable
-        configurations ahead of time (up to ``limits.aot_max_configs``) and builds their masks;
-        both modes give identical masks.
+        positions ahead of time (ahead.py: the parts masks are assembled from, per grammar
+        position, up to ``limits.aot_max_positions``), then configurations breadth first (up to
+        ``limits.aot_max_configs``) with their masks; ``report`` says what stays lazy, and with
+        ``complete`` a LimitError or ConstraintError names it. Both modes give identical masks.
         """
         if not isinstance(grammar, Grammar):
             raise ConstraintError(f"compile takes a Grammar, not {type(grammar).__name__}")
@@ -183,6 +210,8 @@ class Constraint:
             raise ConstraintError(f"mode must be 'lazy' or 'aot', not {mode!r}")
         if not isinstance(limits, EngineLimits):
             raise ConstraintError(f"limits must be an EngineLimits, not {type(limits).__name__}")
+        if not isinstance(complete, bool) or (complete and mode != "aot"):
+            raise ConstraintError(f"complete must be a bool and needs mode='aot', not {complete!r} with {mode!r}")
         with deadline_scope(limits.deadline_s, limit="deadline_s"):
             machines = build_machines(grammar)
             system = ConfigSystem(
@@ -192,7 +221,17 @@ class Constraint:
             )
             c = cls(grammar, vocab, machines, system, limits)
             if mode == "aot":
-                c.precompute(limits.aot_max_configs)
+                until = time.perf_counter() + limits.aot_budget_ms / 1000
+                c.report = compile_ahead(
+                    c,
+                    max_positions=limits.aot_max_positions,
+                    budget_ms=limits.aot_budget_ms,
+                    max_bytes=limits.aot_max_bytes,
+                    nullable_over_hole=RELATIVE_NULLABLE,
+                    complete=complete,
+                )
+                # whole configurations in what is left of the budget: lookups, not assemblies
+                c.precompute(limits.aot_max_configs, until=until, max_bytes=limits.aot_max_bytes)
         return c
 
     def _resolve_atoms(self, atoms: Sequence[ir.Token]) -> list[tuple[np.ndarray, bool]]:
@@ -249,6 +288,11 @@ class Constraint:
             words = self._compute_mask(twin)
             self._remember_mask(cid, words)
             return words
+        if self._positions:
+            words = self._positions.words(cid)
+            if words is not None:
+                self._remember_mask(cid, words)
+                return words
         counted = self._counted_base(cid)
         extra = []
         if len(self._eos) and self._system.accepting(cid):
@@ -307,13 +351,21 @@ class Constraint:
             if found_split is False:
                 found_split = self._spine_split(top)
             if found_split is None or found_split[0] in self._spine_refused:
+                found_split = self._loop_split(top)
+            if found_split is None or found_split[0] in self._spine_refused:
                 return None
             # ``h R`` at the bottom is ``h`` over a frame holding ``R``: the same stack
             top, parent, split = found_split[0], system.stack(parent, found_split[1]), True
-        elif self._machines.store.nullable[top]:
-            return None
+        else:
+            found_split = self._loop_split(top)
+            if found_split is not None and found_split[0] not in self._spine_refused:
+                top, parent, split = found_split[0], system.stack(parent, found_split[1]), True
+            elif self._machines.store.nullable[top] and not RELATIVE_NULLABLE:
+                return None
         rel = system.relative(top)
         found = self._relative.get(rel)
+        if found is None:
+            found = self._positions.relative(rel) if self._positions else None
         if found is None:
             found = self._walk_relative(rel, top, shared=split)
             if len(self._relative) >= self.limits.max_cached_masks:
@@ -332,7 +384,35 @@ class Constraint:
                 self._spine_refused.add(top)
         if not exits:
             return words, np.zeros(0, dtype=np.int64)
-        return words, self._table.walk_from(tail, self._trie, exits)
+        return words, self._crossing(tail, exits, (rel,))
+
+    def _crossing(self, tail: int, exits: dict[int, tuple[np.ndarray, np.ndarray]], key: tuple[int, ...]) -> np.ndarray:
+        """The tokens a walk from ``exits`` accepts, each exit entered with its byte stepped
+        from ``tail``. Where ``tail`` is one stack over a caller, the walk is from its top over
+        the hole (``TransitionTable.walk_from_relative``), kept per ``key`` (the relative
+        configuration and the tops crossed before, which fix the exits) and the top: every depth
+        of a recursive document shares it, and the tokens that cross this frame too go on from
+        its exits into the next caller. Exact for the reason a walk over the hole is."""
+        system = self._system
+        stacks = system.configs[tail]
+        parent = system.stack_parent[stacks[0]] if len(stacks) == 1 else -1
+        if not CHAINED_CROSSINGS or parent < 0:
+            return self._table.walk_from(tail, self._trie, exits)
+        top = system.stack_top[stacks[0]]
+        here = key + (top,)
+        found = self._crossings.get(here)
+        if found is None:
+            found = self._table.walk_from_relative(system.relative(top), self._trie, exits)
+            if len(self._crossings) >= self.limits.max_cached_masks:
+                self._crossings.pop(next(iter(self._crossings)))
+            self._crossings[here] = found
+        ids, further = found
+        if further:
+            caller = system.config([parent])
+            further = self._exits_into(further, caller)
+            if further:
+                ids = np.concatenate([ids.astype(np.int64), self._crossing(caller, further, here)])
+        return ids
 
     def _walk_relative(
         self, rel: int, top: int, *, shared: bool
@@ -396,6 +476,33 @@ class Constraint:
             t = b[t]  # type: ignore[assignment]
         found = self._spine.setdefault(top, None)
         return found
+
+    def _loop_split(self, top: int) -> tuple[int, int] | None:
+        """``(x* b, R)`` where the top is ``x* b R``: a loop over bytes (a string's body, a run
+        of digits) and the one byte class that ends it (the closing quote), before the rest
+        ``R``. Inside a string the rest is the document after it, different for every set of
+        keys still to come; the head is the same for every string of that kind, so its walk over
+        the hole (a frame holding ``R``) is shared by all of them (``LOOP_SPLIT``). None where
+        the top has another shape, or where the loop or its end holds a call or a greedy
+        lexeme (remembered)."""
+        found = self._loops.get(top, False)
+        if found is False:
+            found = None
+            store = self._machines.store
+            kind, a, b = store.kind, store.a, store.b
+            if LOOP_SPLIT and kind[top] == SEQ_K:
+                loop, after = a[top], b[top]
+                if (
+                    kind[loop] == REPEAT_K
+                    and store.b[loop] == (0, None)
+                    and not store.flags[loop] & (HAS_POSS | HAS_SYM)
+                    and kind[after] == SEQ_K
+                    and kind[a[after]] == BYTES_K
+                    and b[after] != EMPTY
+                ):
+                    found = (store.seq(loop, a[after]), b[after])  # type: ignore[arg-type]
+            self._loops[top] = found
+        return found  # type: ignore[return-value]
 
     def _starts_with_word(self, t: int, need: int) -> bool:
         """Whether every option of the choice or sequence ``t`` starts with ``need`` single
@@ -797,15 +904,22 @@ class Constraint:
             self._table.loop_sets(np.asarray([cid]))  # fills the whole row
             return self._table.rows[cid].copy()
 
-    def precompute(self, max_configs: int) -> int:
-        """Explore configurations reachable from the start (breadth first, up to ``max_configs``)
-        and build their masks; returns how many were built."""
+    def precompute(self, max_configs: int, *, until: float | None = None, max_bytes: int | None = None) -> int:
+        """Explore configurations reachable from the start (breadth first, up to ``max_configs``,
+        until ``time.perf_counter()`` passes ``until`` and while :meth:`memory_bytes` stays
+        within ``max_bytes``, where given) and build their masks; returns how many were explored."""
         seen = {self._system.start}
         frontier = [self._system.start]
+        visited = 0
         while frontier and len(seen) < max_configs:
             nxt = []
             for cid in frontier:
                 check_deadline()
+                visited += 1
+                if until is not None and time.perf_counter() > until:
+                    return len(seen)
+                if max_bytes is not None and visited % 64 == 0 and self.memory_bytes() > max_bytes:
+                    return len(seen)
                 self.mask_words(cid)
                 targets = set(self.row(cid).tolist())
                 targets |= {self._atom_step(cid, k) for k in range(len(self._atom_ids))}
@@ -816,6 +930,8 @@ class Constraint:
             frontier = nxt
         for cid in frontier:
             check_deadline()
+            if until is not None and time.perf_counter() > until:
+                break
             self.mask_words(cid)
         return len(seen)
 
@@ -862,6 +978,7 @@ class Constraint:
             + len(system.configs) * MEMORY_PER_CONFIG
             + len(system.stack_top) * MEMORY_PER_STACK
             + len(self._machines.store) * MEMORY_PER_TERM
+            + self._positions.nbytes
         )
 
     def _check_memory(self) -> None:

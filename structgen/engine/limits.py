@@ -27,6 +27,16 @@ class EngineLimits:
     max_cached_masks: int = 8192
     #: Configurations explored and masked up front by ``mode="aot"`` (0: only the start's mask).
     aot_max_configs: int = 2000
+    #: Grammar positions (top terms) whose parts ``mode="aot"`` precomputes (structgen/engine/ahead.py);
+    #: past it the rest are computed at first use, and a ``complete`` compile raises LimitError.
+    aot_max_positions: int = 20_000
+    #: Milliseconds ``mode="aot"`` may spend on positions before it leaves the rest to first use
+    #: (the milestone is a compile under 2 s per schema; positions are explored breadth first, so
+    #: the ones near the start come first). Past it, a ``complete`` compile raises LimitError.
+    aot_budget_ms: int = 1500
+    #: Estimated bytes (``Constraint.memory_bytes``) past which ``mode="aot"`` leaves the rest of
+    #: the positions to first use: the milestone is 100 MB per compiled constraint.
+    aot_max_bytes: int = 96 * 1024**2
     #: Estimated bytes one constraint may hold (its tables, interned parse state and cached
     #: masks; see ``Constraint.memory_bytes``), and the largest saved constraint ``load`` reads.
     #: 4 GiB: a 24 GB machine holds a few constraints at the bound beside a model's runtime.

@@ -241,7 +241,9 @@ def _index_exits(exits: Exits) -> dict[int, list[tuple[int, int]]] | None:
     for k, (nodes, byts) in exits.items():
         for node, byte in zip(nodes.tolist(), byts.tolist()):
             index.setdefault(byte, []).append((k, node))
-    return index
+    # tuples of int pairs, not lists: the collector stops tracking them, and a walk over the
+    # hole from a top that may end at once has exits under most bytes
+    return {byte: tuple(pairs) for byte, pairs in index.items()}  # type: ignore[misc]
 
 
 def clear() -> None:

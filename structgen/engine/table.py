@@ -352,6 +352,23 @@ class TransitionTable:
             region, ids, _, _ = self._walk(cid, trie, with_ends=False, split=True)
         finally:
             self._exits_met = None
+        return region, ids, self._exits_of(met, trie)
+
+    def walk_from_relative(
+        self, cid: int, trie: TokenTrie, entries: dict[int, tuple[np.ndarray, np.ndarray]]
+    ) -> tuple[np.ndarray, dict[int, tuple[np.ndarray, np.ndarray]]]:
+        """:meth:`walk_from` from a relative configuration, and the exits of that walk (as
+        :meth:`walk_relative`'s): the tokens that cross one more frame go on from those."""
+        self._exits_met = met = []
+        try:
+            ids = self.walk_from(cid, trie, entries)
+        finally:
+            self._exits_met = None
+        return ids, self._exits_of(met, trie)
+
+    @staticmethod
+    def _exits_of(met: list[tuple[int, int | np.ndarray]], trie: TokenTrie) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+        """The exits a walk met, per level: nodes and their bytes."""
         by_level: dict[int, list[np.ndarray]] = {}
         singles: dict[int, list[int]] = {}
         for k, node in met:
@@ -365,7 +382,7 @@ class TransitionTable:
         for k, parts in sorted(by_level.items()):
             arr = parts[0].astype(np.int64, copy=False) if len(parts) == 1 else np.concatenate(parts).astype(np.int64)
             exits[k] = (arr, trie.level_byte[k][arr])
-        return region, ids, exits
+        return exits
 
     def walk_from(self, cid: int, trie: TokenTrie, entries: dict[int, tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
         """The tokens accepted below ``entries`` (per level, nodes and their bytes), each node

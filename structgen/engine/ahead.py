@@ -1,0 +1,384 @@
+"""Ahead-of-time compilation per grammar position: the parts masks are assembled from, not
+whole configurations.
+
+A configuration is a set of stacks of terms; the ones a stream of requests meets (each with its
+own strings, array lengths and optional keys) are too many to enumerate. What a mask is assembled
+from is smaller. :meth:`Constraint._compute_mask` builds the mask of a one-stack configuration
+``(P, t)`` from
+
+* the *relative part* of its top: the packed mask and exits of the walk of ``t`` over an unknown
+  caller, the hole (``ConfigSystem.relative``), the same for every caller ``P``. A top
+  ``x* b R`` (a string's body and its closing quote) is walked as ``x* b`` over a frame holding
+  ``R`` (``Constraint._loop_split``), and a bottom top ``h R`` as ``h`` over ``R`` where ``R``
+  starts at a word (``_spine_split``), so the part is shared by every rest ``R`` too;
+* the *crossings*: the tokens that leave the top through its exits, walked over the next frame's
+  top (``Constraint._crossing``, per relative part and tops crossed), frame by frame, and from the
+  real caller only at the bottom;
+
+and, at the bottom, where the configuration is the top alone, from the position's own mask.
+Count twins (count_clamp.py) share the parts of their clamped top; the counts of a repetition are
+filtered from its sorted walk (counters.py).
+
+:func:`compile_ahead` enumerates *positions* (a top term, and whether it sits at the bottom)
+reachable from the start and computes their parts with the constraint's own methods, on the keys
+the constraint looks them up by. Relative parts and the masks of bottom positions go into a
+:class:`PositionMasks` (compact, outside the constraint's bounded caches, which would drop them),
+crossings into ``Constraint._crossings``, unit counts into ``Constraint._units``. Positions are
+found by stepping each position's own configuration (the relative one, or the bottom one) over
+every byte and taking every frame of every stack it reaches, counts clamped as the masks clamp
+them; the frame below a returning call is a position of its own, so the exploration never builds
+a stack of two callers, and recursion at any depth adds no position. Positions over a caller are
+visited before bottom ones (each serves every caller; both breadth first), then the one-frame
+crossings of the frame pairs met. ``Constraint.compile`` then explores whole configurations in
+what is left of the budget (``Constraint.precompute``), whose masks are lookups.
+
+Invariant: every part is computed by the lazy engine's own code on the same key, so a mask
+assembled from a precomputed part is the mask the lazy engine computes, bit for bit; a part not
+precomputed is computed at first use, as in ``mode="lazy"``. Where it applies: every grammar;
+what it covers is bounded by ``EngineLimits.aot_max_positions``, ``aot_budget_ms`` and
+``aot_max_bytes``. What stays lazy, and why, is in the :class:`CompileReport`:
+
+* a counted repetition above a caller (a ``maxLength`` string inside an array item): its mask is
+  filtered from the walk of its unbounded repetition over that caller (``counted``; its unit
+  counts are precomputed);
+* the other counts of a repetition that may stop at once are not visited: at the bottom their
+  masks are filtered from the sorted walk the first count's mask built (no trie walk; counted in
+  ``filtered_counts``, not as lazy);
+* a configuration of several stacks (an ambiguous prefix: a key that is a listed name and a free
+  string at once): walked whole at first use (``ambiguous``); its stacks' positions are explored;
+* a top that may end at once, where the constraint walks such tops with their callers
+  (``constraint.RELATIVE_NULLABLE`` off): ``caller-dependent``;
+* positions past the limits: ``limit``.
+
+Cost: one relative walk per reachable top (a trie walk; shared across constraints of one
+vocabulary where the top has a structural id, shared_walks.py) and one byte row per position.
+Memory: a sparse mask as its nonzero words, a dense one once per distinct mask. Measured on
+Llama 3 (2 shared cores, load 3-5): the schemas of ``schemas/`` compile in 0.4-1.6 s; objects with
+keys in any order multiply positions by the sets of keys left, and there the budget ends first.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..deadline import check_deadline
+from ..errors import ConstraintError, LimitError
+from .configs import DEAD
+from .counters import CountedHead, counted_head
+from .shared_walks import Exits
+
+if TYPE_CHECKING:
+    from .constraint import Constraint
+
+#: the kinds of part :func:`compile_ahead` leaves lazy, with why (the report's wording)
+LAZY_REASONS = {
+    "caller-dependent": "a top that may end at once reads its caller's bytes: walked with its callers at first use",
+    "counted": "a counted repetition above a caller is filtered from that caller's walk: computed at first use",
+    "ambiguous": "a configuration of several stacks is walked whole at first use",
+    "limit": "past EngineLimits.aot_max_positions, aot_budget_ms or aot_max_bytes: computed at first use",
+}
+
+
+class PositionMasks:
+    """Masks of bottom positions and relative parts, kept compact (outside the constraint's
+    bounded caches, which would drop them): a sparse mask as its nonzero words (most positions
+    inside a literal or a key allow a few tokens), a dense one shared with every position of the
+    same mask (the string bodies of different values). A mask is rebuilt into a fresh packed
+    array at first use, then cached by the constraint as any other."""
+
+    def __init__(self, words: int) -> None:
+        self._words = words
+        self._sparse: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._dense: dict[int, np.ndarray] = {}
+        self._by_digest: dict[bytes, list[np.ndarray]] = {}
+        #: relative configuration -> its exits (its mask is kept as a position's)
+        self._exits: dict[int, Exits] = {}
+        self.nbytes = 0
+
+    def __len__(self) -> int:
+        return len(self._sparse) + len(self._dense)
+
+    def has_relative(self, rel: int) -> bool:
+        return rel in self._exits
+
+    def add_relative(self, rel: int, part: tuple[np.ndarray, Exits]) -> None:
+        words, exits = part
+        self.add(rel, words)
+        self._exits[rel] = exits
+        self.nbytes += sum(nodes.nbytes + byts.nbytes for nodes, byts in exits.values())
+
+    def relative(self, rel: int) -> tuple[np.ndarray, Exits] | None:
+        """The packed mask and exits of relative configuration ``rel``, or None if not kept."""
+        exits = self._exits.get(rel)
+        if exits is None:
+            return None
+        return self.words(rel), exits  # type: ignore[return-value]
+
+    def __contains__(self, cid: int) -> bool:
+        return cid in self._sparse or cid in self._dense
+
+    def add(self, cid: int, words: np.ndarray) -> None:
+        nz = np.flatnonzero(words)
+        if nz.size * 8 <= words.nbytes // 4:
+            self._sparse[cid] = (nz.astype(np.int32), words[nz].copy())
+            self.nbytes += nz.size * 8 + 64
+            return
+        # found by a digest, kept only after a comparison: equal digests of unequal masks would
+        # be a wrong mask, however unlikely
+        same = self._by_digest.setdefault(hashlib.blake2b(words.data, digest_size=16).digest(), [])
+        shared = next((m for m in same if np.array_equal(m, words)), None)
+        if shared is None:
+            shared = words
+            same.append(words)
+            self.nbytes += words.nbytes
+        self._dense[cid] = shared
+        self.nbytes += 64
+
+    def words(self, cid: int) -> np.ndarray | None:
+        """The packed mask of bottom configuration ``cid`` (read-only), or None if not kept."""
+        found = self._dense.get(cid)
+        if found is not None:
+            return found
+        sparse = self._sparse.get(cid)
+        if sparse is None:
+            return None
+        out = np.zeros(self._words, dtype=np.int32)
+        out[sparse[0]] = sparse[1]
+        out.flags.writeable = False
+        return out
+
+
+@dataclass
+class CompileReport:
+    """What :func:`compile_ahead` precomputed and what it left to be computed at first use."""
+
+    #: positions (top terms, at the bottom or over a caller) reached from the start
+    positions: int = 0
+    #: relative parts (a top's walk over the hole) computed
+    relative_parts: int = 0
+    #: masks of bottom positions computed (configurations of one stack at the bottom)
+    bottom_masks: int = 0
+    #: unit counts of counted repetitions computed
+    unit_counts: int = 0
+    #: walks of the tokens that cross from a top into the frame below it (one frame deep)
+    crossings: int = 0
+    #: counts of a repetition that may stop at once not visited: their masks are filtered from
+    #: the repetition's sorted walk, which the first count's mask built (no trie walk)
+    filtered_counts: int = 0
+    #: kind of lazy part -> how many positions or configurations of that kind were met
+    lazy: dict[str, int] = field(default_factory=dict)
+    #: whether the exploration stopped at a limit (some positions were not visited), and which
+    truncated: bool = False
+    stopped_by: str | None = None
+    seconds: float = 0.0
+    #: ``Constraint.memory_bytes`` after the compile
+    memory_bytes: int = 0
+
+    @property
+    def complete(self) -> bool:
+        """Whether every mask along the grammar is assembled from precomputed parts."""
+        return not self.truncated and not any(self.lazy.values())
+
+    def describe(self) -> str:
+        parts = [
+            f"{self.positions} positions, {self.relative_parts} relative parts, {self.bottom_masks} bottom masks, "
+            f"{self.unit_counts} unit counts, {self.crossings} crossings, "
+            f"{self.filtered_counts} counts filtered at first use, "
+            f"in {self.seconds:.3f} s ({self.memory_bytes} bytes)"
+        ]
+        for kind, n in sorted(self.lazy.items()):
+            if n:
+                parts.append(f"lazy: {n} {kind} ({LAZY_REASONS[kind]})")
+        return "; ".join(parts)
+
+
+def compile_ahead(
+    c: Constraint,
+    *,
+    max_positions: int,
+    budget_ms: int,
+    max_bytes: int,
+    nullable_over_hole: bool = True,
+    complete: bool = False,
+) -> CompileReport:
+    """Precompute the parts of every position reachable from the start (see the module
+    docstring), up to ``max_positions`` positions, ``budget_ms`` milliseconds and ``max_bytes``
+    of estimated memory. ``nullable_over_hole``: whether the constraint walks a top that may end
+    at once over the hole (``constraint.RELATIVE_NULLABLE``). With
+    ``complete``, a LimitError where a limit stopped the exploration and a ConstraintError
+    where some part can only be computed at first use, both naming what stays lazy."""
+    started = time.perf_counter()
+    report = CompileReport()
+    with c._lock:
+        _explore(c, report, max_positions, started + budget_ms / 1000, max_bytes, nullable_over_hole)
+    report.seconds = time.perf_counter() - started
+    report.memory_bytes = c.memory_bytes()
+    if complete and not report.complete:
+        text = f"the constraint cannot be compiled completely ahead of time: {report.describe()}"
+        if report.truncated:
+            limit = report.stopped_by or "aot_max_positions"
+            value = {"aot_budget_ms": budget_ms, "aot_max_bytes": max_bytes}.get(limit, max_positions)
+            raise LimitError(text, limit=limit, value=value)
+        raise ConstraintError(text)
+    return report
+
+
+#: positions explored between two looks at the constraint's estimated memory
+MEMORY_LOOK_EVERY = 64
+
+
+def _explore(
+    c: Constraint, report: CompileReport, max_positions: int, stop_at: float, max_bytes: int, nullable_over_hole: bool
+) -> None:
+    system, store = c._system, c._machines.store
+    clamp = c._clamp
+    lazy = report.lazy
+    seen: set[tuple[int, bool]] = set()
+    queue: deque[tuple[int, bool]] = deque()
+    # configurations of several stacks already counted as ambiguous
+    ambiguous: set[int] = set()
+    positions = c._positions
+
+    def push(top: int, bottom: bool) -> None:
+        key = (clamp.term(top), bottom)
+        if key not in seen:
+            if len(seen) >= max_positions:
+                report.truncated, report.stopped_by = True, "aot_max_positions"
+                lazy["limit"] = lazy.get("limit", 0) + 1
+                return
+            seen.add(key)
+            (queue if bottom else shared).append(key)
+
+    # positions over a caller first: each one's part serves every caller, where a bottom
+    # position serves one configuration (each queue breadth first)
+    shared: deque[tuple[int, bool]] = deque()
+    push(system.stack_top[system.configs[system.start][0]], True)
+    pairs: set[tuple[int, int]] = set()
+    visited = 0
+    while queue or shared:
+        check_deadline()
+        visited += 1
+        stop = "aot_budget_ms" if time.perf_counter() > stop_at else None
+        if stop is None and visited % MEMORY_LOOK_EVERY == 0 and c.memory_bytes() > max_bytes:
+            stop = "aot_max_bytes"
+        if stop is not None:
+            report.truncated, report.stopped_by = True, stop
+            lazy["limit"] = lazy.get("limit", 0) + len(queue) + len(shared)
+            break
+        top, bottom = shared.popleft() if shared else queue.popleft()
+        head = counted_head(store, top)
+        # the other counts of a repetition that may stop at once are filtered from one sorted
+        # walk at first use (counters.py): the exploration leaves them out, not what follows
+        repetition = None
+        if head is not None and head.lo == 0 and head.other is None and _counted(c, head):
+            repetition = (head.unit, head.rest)
+        if bottom:
+            cid = system.config([system.stack(-1, top)])
+            if cid not in positions:
+                known = cid in c._masks
+                positions.add(cid, c._compute_mask(cid))
+                if not known:
+                    c._masks.pop(cid, None)  # kept compact here; rebuilt and cached at first use
+                report.bottom_masks += 1
+        else:
+            cid = system.relative(top)
+            if head is not None:
+                lazy["counted"] = lazy.get("counted", 0) + 1
+                if (head.unit, head.partial) not in c._units:
+                    c._unit_counts(head.unit, head.partial)
+                    report.unit_counts += 1
+            elif (loop := c._loop_split(top)) is not None and loop[0] not in c._spine_refused:
+                # the constraint walks ``x* b`` over a frame holding the rest: that part is
+                # shared by every rest (``Constraint._loop_split``)
+                part = system.relative(loop[0])
+                if part not in c._relative and not positions.has_relative(part):
+                    positions.add_relative(part, c._walk_relative(part, loop[0], shared=True))
+                    report.relative_parts += 1
+                pairs.add((loop[0], clamp.term(loop[1])))
+            elif store.nullable[top] and not nullable_over_hole:
+                lazy["caller-dependent"] = lazy.get("caller-dependent", 0) + 1
+            elif cid not in c._relative and not positions.has_relative(cid):
+                positions.add_relative(cid, c._walk_relative(cid, top, shared=False))
+                report.relative_parts += 1
+        for target in _targets(c, cid):
+            stacks = system.configs[target]
+            if len(stacks) > 1 and target not in ambiguous:
+                ambiguous.add(target)
+                lazy["ambiguous"] = lazy.get("ambiguous", 0) + 1
+            for sid in stacks:
+                if repetition is not None and _same_repetition(c, system.stack_top[sid], repetition):
+                    if bottom:
+                        report.filtered_counts += 1
+                    else:
+                        lazy["counted"] = lazy.get("counted", 0) + 1
+                    continue
+                _push_frames(c, sid, push, pairs)
+    report.positions = len(seen)
+    if not report.truncated:
+        _crossings(c, report, pairs, stop_at)
+
+
+def _counted(c: Constraint, head: CountedHead) -> bool:
+    """Whether the constraint masks ``head`` by filtering counts: its unit has per-token counts
+    from where it is (a prefix ``counted_head`` reads as a begun unit may be no state of the
+    unit's automaton: the rest of a key before a counted string)."""
+    return c._unit_counts(head.unit, head.partial) is not None
+
+
+def _same_repetition(c: Constraint, top: int, repetition: tuple[int, int]) -> bool:
+    """Whether ``top`` is another count of the repetition ``(unit, rest)``, masked by filtering."""
+    head = counted_head(c._machines.store, top)
+    return head is not None and (head.unit, head.rest) == repetition and _counted(c, head)
+
+
+def _targets(c: Constraint, cid: int) -> set[int]:
+    """The live configurations one byte or one token atom leads to from ``cid``."""
+    targets = set(c.row(cid).tolist())
+    targets.update(c._atom_step(cid, k) for k in range(len(c._atom_ids)))
+    targets.discard(DEAD)
+    return targets
+
+
+def _push_frames(c: Constraint, sid: int, push: object, pairs: set[tuple[int, int]]) -> None:
+    """Every frame of stack ``sid`` as a position (the frames above the hole of a relative
+    stack; the mark a return into the hole leaves is none), and each frame over a caller frame
+    into ``pairs`` (clamped tops: where tokens cross from one into the other)."""
+    system = c._system
+    hole, mark = system.hole, system.exit_mark
+    clamp = c._clamp
+    below = -1
+    while sid >= 0 and sid != hole and sid != mark:
+        parent = system.stack_parent[sid]
+        top = system.stack_top[sid]
+        push(top, parent < 0)  # type: ignore[operator]
+        if below >= 0:
+            pairs.add((below, clamp.term(top)))
+        below = clamp.term(top) if parent >= 0 else -1
+        sid = parent
+
+
+def _crossings(c: Constraint, report: CompileReport, pairs: set[tuple[int, int]], stop_at: float) -> None:
+    """The crossings (``Constraint._crossing``) of tokens from each top of ``pairs`` whose
+    relative part is known into the frame below it, one frame deep: what a mask over a caller
+    adds to its relative part. Deeper crossings are computed at first use."""
+    system = c._system
+    for top, caller in sorted(pairs):
+        if time.perf_counter() > stop_at:
+            report.truncated, report.stopped_by = True, "aot_budget_ms"
+            return
+        rel = system.relative(top)
+        part = c._relative.get(rel) or c._positions.relative(rel)
+        if part is None or not part[1]:
+            continue
+        # the caller's first bytes depend on its top alone (it is over a caller of its own)
+        tail = system.relative(caller)
+        exits = c._exits_into(part[1], tail)
+        if exits and (rel, caller) not in c._crossings:
+            c._crossing(tail, exits, (rel,))
+            report.crossings += 1
