@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .. import caches
 from .configs import ConfigSystem
 from .terms import ALT_K, AND_K, BYTES_K, DIFF_K, HAS_COUNT, LAZY_K, POSS_K, REPEAT_K, SEQ_K, TermStore
 from .tuning import DEFAULT_ENGINE_TUNING, EngineTuning
@@ -84,6 +85,27 @@ class ByteLimits:
 
 _memory: dict[str, ByteLimits] = {}
 _lock = threading.Lock()
+
+
+def _limits_bytes() -> int:
+    with _lock:
+        held = list(_memory.values())
+    # the token ends (int64 per token) and the bytes found; the buffer is the vocabulary's own
+    return sum(int(b._ends.nbytes) + 100 * len(b._known) for b in held)
+
+
+def _clear_limits() -> None:
+    with _lock:
+        _memory.clear()
+
+
+caches.register(
+    "engine.byte_limits",
+    entries=lambda: len(_memory),
+    nbytes=_limits_bytes,
+    clear=_clear_limits,
+    estimate="per vocabulary its token ends and the counts found (its bytes are the vocabulary's)",
+)
 
 
 def byte_limits_for(vocab: Vocab) -> ByteLimits:

@@ -31,6 +31,7 @@ from functools import cached_property
 
 import numpy as np
 
+from .. import caches
 from .arrays import mask_to_bools, ranges, stable_order, unique
 from .masks import LITTLE_ENDIAN, SPARSE_PACK, pack_ids
 from .terms import AND_K, BYTES_K, HAS_POSS, HAS_SETOP, HAS_SYM, NOTHING, REPEAT_K, SEQ_K, TermStore, refine
@@ -255,8 +256,32 @@ def unit_automaton(store: TermStore, x: int, *, tuning: EngineTuning = DEFAULT_E
 #: of one shape) recurs across schemas, and its counts depend only on the automaton and the
 #: vocabulary (15-20 ms per walk on Llama 3).
 _COUNTS_MEMO: dict[tuple[int, bytes], tuple[TokenTrie, UnitCounts]] = {}
-_COUNTS_MEMO_MAX = 64
 _counts_lock = threading.Lock()
+
+
+def _counts_bytes(counts: UnitCounts) -> int:
+    """Bytes of one memo entry: its two count arrays and the two orders sorted from them on first
+    use (counted up front: they are made after the entry is kept)."""
+    return 2 * (counts.stay.nbytes + counts.leave.nbytes)
+
+
+def _memo_bytes() -> int:
+    with _counts_lock:
+        return sum(_counts_bytes(c) for _, c in _COUNTS_MEMO.values())
+
+
+def _clear_memo() -> None:
+    with _counts_lock:
+        _COUNTS_MEMO.clear()
+
+
+caches.register(
+    "engine.unit_counts",
+    entries=lambda: len(_COUNTS_MEMO),
+    nbytes=_memo_bytes,
+    clear=_clear_memo,
+    estimate="per entry its count arrays and their sorted orders (int32 per token of the vocabulary)",
+)
 
 
 def count_units(
@@ -279,9 +304,12 @@ def count_units(
     else:
         counts = _count_units(table, trie, start)
     with _counts_lock:
-        if len(_COUNTS_MEMO) >= _COUNTS_MEMO_MAX:
-            _COUNTS_MEMO.pop(next(iter(_COUNTS_MEMO)))
-        _COUNTS_MEMO[key] = (trie, counts)
+        size, budget = _counts_bytes(counts), tuning.max_unit_counts_bytes
+        if size <= budget:  # first in, first out, within the count and the bytes
+            held = sum(_counts_bytes(c) for _, c in _COUNTS_MEMO.values()) + size
+            while _COUNTS_MEMO and (len(_COUNTS_MEMO) >= tuning.max_unit_counts or held > budget):
+                held -= _counts_bytes(_COUNTS_MEMO.pop(next(iter(_COUNTS_MEMO)))[1])
+            _COUNTS_MEMO[key] = (trie, counts)
     return counts
 
 

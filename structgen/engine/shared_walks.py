@@ -27,6 +27,7 @@ import threading
 
 import numpy as np
 
+from .. import caches
 from .arrays import mask_to_bools
 from .terms import ALT_K, BYTES_K, EMPTY_K, HAS_POSS, HAS_SYM, LAZY_K, NOTHING_K, REPEAT_K, TermStore
 from .token_trie import TokenTrie
@@ -262,6 +263,24 @@ def _index_exits(exits: Exits, small_exits: int) -> dict[int, list[tuple[int, in
 
 
 def clear() -> None:
-    """Forget every shared walk and structural id (tests)."""
+    """Forget every shared walk and structural id (tests; ``structgen.caches.clear``)."""
     with _lock:
         _new_generation()
+
+
+def _held_bytes() -> int:
+    with _lock:
+        walks = [(words, exits) for _, words, exits in _walks.values()]
+        picks = [out for _, out in _picks.values()]
+        indexes = [index for _, index in _indexes.values()]
+        structures = list(_structures)
+    return caches.deep_bytes((walks, picks, indexes, structures))
+
+
+caches.register(
+    "engine.shared_walks",
+    entries=lambda: len(_walks) + len(_picks) + len(_indexes) + len(_structures),
+    nbytes=_held_bytes,
+    clear=clear,
+    estimate="deep_bytes of the walks' masks and exits, the filtered exits, their indexes and the structural ids",
+)

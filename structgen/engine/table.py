@@ -15,6 +15,7 @@ from typing import Callable
 
 import numpy as np
 
+from .. import caches
 from ..grammar.utf8 import utf8_sequences
 from .arrays import mask_to_bools, ranges, unique, unique_inverse
 from .configs import DEAD, ConfigSystem
@@ -31,6 +32,9 @@ UNKNOWN = -1
 #: ``structgen.caches`` as ``engine.class_bytes``.
 MAX_CLASS_ARRAYS = 1 << 14
 _CLASS_BYTES: dict[int, np.ndarray] = {}
+caches.register_dict(
+    "engine.class_bytes", _CLASS_BYTES, estimate="deep_bytes: at most 256 bytes each, so the count bounds the bytes"
+)
 ASCII_BITS = (1 << 128) - 1
 _MULTIBYTE_SEQUENCES = utf8_sequences(0x80, 0xD7FF) + utf8_sequences(0xE000, 0x10FFFF)
 

@@ -172,6 +172,15 @@ class EngineTuning:
     #: Up to this many ids are cleared from a near-full mask in Python (bytes of a copy), more
     #: with one ``np.bitwise_and.at`` (4-6 µs however few).
     tiny_clear: int = 32
+    #: Unit counts kept for the process (``counters.count_units``), one per (vocabulary, unit
+    #: automaton, begun state): the same unit (a JSON string character, an array item of one
+    #: shape) recurs across schemas, and its counts cost a walk of the vocabulary (15-20 ms on
+    #: Llama 3). First in, first out.
+    max_unit_counts: int = 64
+    #: ... and at most this many bytes of them (two int32 arrays per token and their two sorted
+    #: orders: 2 MB per entry on a 128k vocabulary, so 128 MiB is the 64 entries there; a 256k
+    #: vocabulary's entries are twice that, which the count alone would let reach 256 MiB).
+    max_unit_counts_bytes: int = 128 << 20
 
     # -- count_clamp.py --------------------------------------------------------------------------
 
@@ -200,6 +209,7 @@ _MINIMUMS = {
     "max_unit_states": 1,
     "max_bounded_words": 1,
     "max_slice_words": 1,
+    "max_unit_counts": 1,
     "clamp_probes": 1,
 }
 
