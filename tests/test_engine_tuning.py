@@ -302,3 +302,20 @@ def test_tunings_are_frozen_and_compare_by_value() -> None:
     assert t == EngineTuning(narrow=5) and t != DEFAULT_ENGINE_TUNING
     with pytest.raises(AttributeError):
         t.narrow = 6  # type: ignore[misc]
+
+
+def test_the_bounds_of_the_tries_regions_hold() -> None:
+    """Loop regions kept on a trie, and the memos of one, stay within the tuning's counts."""
+    from structgen.engine.loop_regions import loop_region
+    from structgen.engine.token_trie import build_token_trie
+
+    tokens: list[bytes | None] = [b"a", b"ab", b"b", b"abc", b"ba", b"c"]
+    trie = build_token_trie(tokens, np.ones(len(tokens), dtype=bool))
+    tuning = EngineTuning(max_loop_regions=1, region_max_derived=1)
+    ab, a = 1 << 97 | 1 << 98, 1 << 97
+    region = loop_region(trie, ab, False, tuning=tuning)
+    region.remember("one", 1)
+    region.remember("two", 2)
+    assert list(region.derived) == ["two"]
+    loop_region(trie, a, False, tuning=tuning)
+    assert len(trie._loop_regions) == 1  # type: ignore[attr-defined]

@@ -586,7 +586,7 @@ class TransitionTable:
         loops = self.loop_bits(cid)
         if loops.bit_count() < self._loop_min:
             return None
-        return loop_region(trie, loops, self.utf8_loop(cid), chars=True)
+        return loop_region(trie, loops, self.utf8_loop(cid), chars=True, tuning=self.tuning)
 
     def _nodes_numpy(
         self,
@@ -832,7 +832,7 @@ class TransitionTable:
         after the run as their end (the same shortest completion: the run may stop anywhere),
         and its exits for the levels below."""
         unit, most, after = run
-        region = run_region(trie, k, node, unit, most)
+        region = run_region(trie, k, node, unit, most, tuning=self.tuning)
         if region.positions.size:
             out.add_positions(region.positions, after, np.zeros(region.positions.size, dtype=np.int32))
         exits = region.exits_within(self.system.first_bytes_bound(after)) if self._run_exit_filter else region.exits

@@ -134,6 +134,21 @@ class EngineTuning:
     #: (numpy calls cost more than a short list).
     small_result: int = 256
 
+    # -- loop_regions.py: regions kept on the token trie, shared by the vocabulary's constraints -
+
+    #: Loop regions kept per vocabulary, first in, first out (one per distinct loop byte set met;
+    #: each a few MB at most). The bounds of a region's own memos are those of the constraint
+    #: whose walk built it.
+    max_loop_regions: int = 64
+    #: Trimmed copies kept per region (one per set of root bytes that leave the loop elsewhere).
+    region_max_trimmed: int = 16
+    #: Derived values kept per region (packed masks, counted-mask bases).
+    region_max_derived: int = 32
+    #: Run regions kept per vocabulary (one per trie node and run shape met: each a few arrays).
+    max_run_regions: int = 4096
+    #: Exit subsets kept per run region (one per set of bytes read after the run).
+    run_max_within: int = 16
+
     # -- shared_walks.py: walks over the hole shared by the constraints of the process ---------
 
     #: Whether relative walks (heads split before a word) are shared across constraints.
@@ -210,6 +225,11 @@ _MINIMUMS = {
     "max_bounded_words": 1,
     "max_slice_words": 1,
     "max_unit_counts": 1,
+    "max_loop_regions": 1,
+    "region_max_trimmed": 1,
+    "region_max_derived": 1,
+    "max_run_regions": 1,
+    "run_max_within": 1,
     "clamp_probes": 1,
 }
 
