@@ -4,9 +4,8 @@ Every cache that outlives one object (a module's memo of built automata, the tok
 vocabulary, the walks shared by the constraints of a process...) registers here when its module
 is imported: a name, how many entries it holds, an estimate of its bytes and how to clear it.
 :func:`stats` reports them all, :func:`clear` empties them all (a test that wants a cold start, a
-server that wants its memory back). Caches owned by an object (a constraint's masks and tables)
-are bounded by that object's limits and are not listed, except the process's default constraint
-cache, which is one object shared by every front end.
+server that wants its memory back). Caches owned by an object (a constraint's masks and tables,
+a ``ConstraintCache``) are bounded by that object's limits and are not listed.
 
 Bytes are estimates, each made the cheapest way its contents allow, and said at registration
 (:func:`describe`): numpy arrays count their buffers, containers and small objects

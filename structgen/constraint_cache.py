@@ -15,7 +15,6 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from . import caches
 from .engine import Constraint
 from .errors import LimitError
 
@@ -94,13 +93,6 @@ class ConstraintCache:
 
 #: The process's cache, used by every front end.
 DEFAULT_CACHE = ConstraintCache()
-caches.register(
-    "constraint_cache.default",
-    entries=lambda: DEFAULT_CACHE.stats()["constraints"],
-    nbytes=lambda: DEFAULT_CACHE.stats()["bytes"],
-    clear=DEFAULT_CACHE.clear,
-    estimate="Constraint.memory_bytes of each constraint the default cache holds",
-)
 
 
 def constraint_for(grammar: Grammar, vocab: Vocab) -> Constraint:
