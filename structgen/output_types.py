@@ -24,6 +24,7 @@ import threading
 from collections import OrderedDict
 from typing import Any, Mapping
 
+from . import caches
 from .errors import SchemaError, StructgenError
 from .grammar import Grammar
 from .output_spec import OutputSpec, grammar_parser, json_schema_parser, pydantic_parser
@@ -123,3 +124,6 @@ def _type_adapter(tp: Any) -> Any:
 
 def _type_label(tp: Any) -> str:
     return getattr(tp, "__name__", None) or repr(tp)
+
+
+caches.register_dict("output_types.specs", _cache, lock=_cache_lock)

@@ -17,6 +17,7 @@ from structgen import Grammar
 from structgen.engine import Constraint
 from structgen.engine.ahead import CompileReport
 from structgen.engine.limits import EngineLimits
+from structgen.engine.tuning import EngineTuning
 from structgen.errors import ConstraintError, LimitError, StructgenError
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -118,42 +119,35 @@ def test_complete_compile_refuses_what_stays_lazy() -> None:
 
 
 #: the mechanisms aot's parts rest on, each of which a test switches off to compare
-SWITCHES = ("CHAINED_CROSSINGS", "LOOP_SPLIT", "RELATIVE_NULLABLE")
+SWITCHES = ("chained_crossings", "loop_split", "relative_nullable")
 
 
 @pytest.mark.parametrize("switch", SWITCHES)
 @pytest.mark.parametrize("case", load_named_schemas(), ids=lambda case: case.name)
-def test_switches_keep_the_masks(case, switch: str, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_switches_keep_the_masks(case, switch: str) -> None:  # type: ignore[no-untyped-def]
     """Tokens that cross several frames walked frame by frame over the hole, a string's body
     walked over a frame holding the rest of the document, a top that may end at once walked over
     the hole: each gives the masks of the walk without it, along every instance of schemas/."""
-    from structgen.engine import constraint as constraint_mod
-
     vocab = load_vocab("llama-bpe")
     grammar = Grammar.from_json_schema(case.schema)
-    on, off = Constraint.compile(grammar, vocab), Constraint.compile(grammar, vocab)
+    on, off = (Constraint.compile(grammar, vocab, tuning=EngineTuning(**{switch: v})) for v in (True, False))
     for text in _texts(case.instances):
         s_on, s_off = on.start(), off.start()
         for i, tok in enumerate(greedy_tokens(vocab, text.encode())):
-            monkeypatch.setattr(constraint_mod, switch, True)
-            m_on = s_on.mask_words().copy()
-            monkeypatch.setattr(constraint_mod, switch, False)
-            assert np.array_equal(m_on, s_off.mask_words()), f"masks differ at token {i} of {text!r}"
+            assert np.array_equal(s_on.mask_words(), s_off.mask_words()), f"masks differ at token {i} of {text!r}"
             assert s_on.commit_token(tok) and s_off.commit_token(tok)
-    if switch == "CHAINED_CROSSINGS" and case.name in ("tree", "any_json"):
+    if switch == "chained_crossings" and case.name in ("tree", "any_json"):
         assert any(len(key) > 2 for key in on._crossings), "no token crossed two frames"
         assert not off._crossings
-    if switch == "LOOP_SPLIT":
+    if switch == "loop_split":
         assert not any(v is not None for v in off._loops.values())
         if case.name in ("any_json", "tree"):  # free strings: their bodies are split
             assert any(v is not None for v in on._loops.values())
 
 
 @pytest.mark.parametrize("switch", SWITCHES)
-def test_switches_keep_the_masks_on_maskbench(corpora: pathlib.Path, switch: str, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_switches_keep_the_masks_on_maskbench(corpora: pathlib.Path, switch: str) -> None:  # type: ignore[no-untyped-def]
     """The same on schemas nobody here wrote."""
-    from structgen.engine import constraint as constraint_mod
-
     cases = maskbench_sample(12, max_instances=1)
     if not cases:
         pytest.skip("MaskBench archive not in the corpora")
@@ -164,14 +158,11 @@ def test_switches_keep_the_masks_on_maskbench(corpora: pathlib.Path, switch: str
             grammar = Grammar.from_json_schema(case.schema)
         except StructgenError:
             continue
-        on, off = Constraint.compile(grammar, vocab), Constraint.compile(grammar, vocab)
+        on, off = (Constraint.compile(grammar, vocab, tuning=EngineTuning(**{switch: v})) for v in (True, False))
         for text in [json.dumps(i) for i in case.instances]:
             s_on, s_off = on.start(), off.start()
             for i, tok in enumerate(greedy_tokens(vocab, text.encode())):
-                monkeypatch.setattr(constraint_mod, switch, True)
-                m_on = s_on.mask_words().copy()
-                monkeypatch.setattr(constraint_mod, switch, False)
-                assert np.array_equal(m_on, s_off.mask_words()), f"{case.name}: masks differ at token {i}"
+                assert np.array_equal(s_on.mask_words(), s_off.mask_words()), f"{case.name}: masks differ at token {i}"
                 ok = s_on.commit_token(tok)
                 assert ok == s_off.commit_token(tok)
                 compared += 1

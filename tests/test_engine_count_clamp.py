@@ -18,10 +18,13 @@ from hypothesis import strategies as st
 from structgen import Grammar
 from structgen.engine import Constraint
 from structgen.engine.count_clamp import CountClamp, byte_limits_for, max_byte_count
+from structgen.engine.tuning import EngineTuning
 from structgen.grammar import ir
 from structgen.schema import json_schema_to_grammar
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
+#: every configuration its own twin: each mask computed, none shared
+NO_TWINS = EngineTuning(count_twins=False)
 
 SCHEMAS = [
     {"type": "array", "items": {"type": "string", "minLength": 2, "maxLength": 3}, "maxItems": 30},
@@ -66,7 +69,7 @@ def _walks(constraint: Constraint, texts: list[bytes], vocab) -> list[np.ndarray
 
 @pytest.mark.parametrize("vocab_name", ["llama-bpe", "llama-spm"])
 @pytest.mark.parametrize("index", range(len(SCHEMAS)))
-def test_clamped_masks_equal_exact_masks(vocab_name: str, index: int, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_clamped_masks_equal_exact_masks(vocab_name: str, index: int) -> None:
     vocab = load_vocab(vocab_name)
     schema = SCHEMAS[index]
     grammar = json_schema_to_grammar(schema)
@@ -76,8 +79,7 @@ def test_clamped_masks_equal_exact_masks(vocab_name: str, index: int, monkeypatc
     fast = Constraint.compile(grammar, vocab)
     got = _walks(fast, texts, vocab)
     assert any(fast._clamp.config(c) != c for c in range(1, len(fast._system.configs))), "nothing was clamped"
-    monkeypatch.setattr(CountClamp, "config", lambda self, cid: cid)
-    slow = Constraint.compile(grammar, vocab)
+    slow = Constraint.compile(grammar, vocab, tuning=NO_TWINS)
     want = _walks(slow, texts, vocab)
     assert len(got) == len(want)
     for step, (a, b) in enumerate(zip(got, want)):
@@ -120,7 +122,7 @@ def _nested(depth: int, spaced: bool) -> bytes:
 
 
 @pytest.mark.parametrize("vocab_name", ["llama-bpe", "llama-spm"])
-def test_deep_stacks_share_a_twin_and_the_same_masks(vocab_name: str, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_deep_stacks_share_a_twin_and_the_same_masks(vocab_name: str) -> None:
     """Recursive grammars: frames below the deepest one a token can return into are cut from
     the twin; masks along deeply nested documents are unchanged."""
     vocab = load_vocab(vocab_name)
@@ -132,8 +134,7 @@ def test_deep_stacks_share_a_twin_and_the_same_masks(vocab_name: str, monkeypatc
     system = fast._system
     cut = [sid for sid in range(len(system.stack_top)) if fast._clamp.reach(sid) < len(_chain(system, sid))]
     assert cut, "no stack was deep enough to be cut"
-    monkeypatch.setattr(CountClamp, "config", lambda self, cid: cid)
-    slow = Constraint.compile(grammar, vocab)
+    slow = Constraint.compile(grammar, vocab, tuning=NO_TWINS)
     want = _walks(slow, texts, vocab)
     for step, (a, b) in enumerate(zip(got, want)):
         assert np.array_equal(a, b), f"mask differs at step {step}"
@@ -192,7 +193,7 @@ def _budget_figures(constraint: Constraint, texts: list[bytes], vocab) -> list[t
 
 @pytest.mark.parametrize("vocab_name", ["llama-bpe", "llama-spm"])
 @pytest.mark.parametrize("index", range(len(SCHEMAS)))
-def test_budget_twins_keep_tokens_and_shortest_completions(vocab_name: str, index: int, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_budget_twins_keep_tokens_and_shortest_completions(vocab_name: str, index: int) -> None:
     """Budget masks use twins with only the upper counts clamped: the same tokens, and the same
     shortest completion after each, as the configuration itself."""
     vocab = load_vocab(vocab_name)
@@ -203,8 +204,7 @@ def test_budget_twins_keep_tokens_and_shortest_completions(vocab_name: str, inde
     got = _budget_figures(fast, texts, vocab)
     configs = range(1, len(fast._system.configs))
     assert any(fast._budget_clamp.config(c) != c for c in configs), "nothing was clamped"
-    monkeypatch.setattr(CountClamp, "config", lambda self, cid: cid)
-    slow = Constraint.compile(grammar, vocab)
+    slow = Constraint.compile(grammar, vocab, tuning=NO_TWINS)
     want = _budget_figures(slow, texts, vocab)
     assert len(got) == len(want)
     for step, (a, b) in enumerate(zip(got, want)):

@@ -10,9 +10,12 @@ from engine_support import greedy_tokens, load_vocab
 
 from structgen import Grammar
 from structgen.engine import Constraint
+from structgen.engine.tuning import EngineTuning
 from structgen.grammar import ir
 
 L = ir.lit
+#: every count walked, none filtered from a sorted unbounded mask
+WALKED = EngineTuning(counted_masks=False)
 
 
 def _grammar(lo: int, hi: int) -> Grammar:
@@ -21,7 +24,7 @@ def _grammar(lo: int, hi: int) -> Grammar:
 
 
 @pytest.mark.parametrize(("lo", "hi"), [(0, 40), (30, 45), (3, 6)])
-def test_counted_masks_equal_walks(lo: int, hi: int, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_counted_masks_equal_walks(lo: int, hi: int) -> None:
     vocab = load_vocab("llama-spm")
     text = '{"s": "' + ("the quick brown fox jumps over a lazy dog " * 2)[: (lo + hi) // 2] + '", "n": 1}'
     ids = greedy_tokens(vocab, text.encode())
@@ -32,8 +35,7 @@ def test_counted_masks_equal_walks(lo: int, hi: int, monkeypatch) -> None:  # ty
         got.append((st.mask_words().copy(), _budget_figures(fast, st.config)))
         assert st.commit_token(tok)
     assert fast._counted_words, "the counted path was not taken"
-    monkeypatch.setattr(Constraint, "_counted_base", lambda self, cid: None)
-    slow = Constraint.compile(_grammar(lo, hi), vocab)
+    slow = Constraint.compile(_grammar(lo, hi), vocab, tuning=WALKED)
     st = slow.start()
     for step, tok in enumerate(ids):
         assert np.array_equal(st.mask_words(), got[step][0]), f"mask differs at token {step}"
@@ -62,7 +64,7 @@ def _byte_tokens(vocab) -> dict[int, int]:  # type: ignore[no-untyped-def]
 
 @pytest.mark.parametrize("vocab_name", ["llama-bpe", "llama-spm"])
 @pytest.mark.parametrize(("lo", "hi"), [(0, 12), (5, 9)])
-def test_counted_masks_inside_a_begun_unit_equal_walks(vocab_name: str, lo: int, hi: int, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_counted_masks_inside_a_begun_unit_equal_walks(vocab_name: str, lo: int, hi: int) -> None:
     """Inside a string escape or a multi-byte character of a length-bounded JSON string, every
     byte position and count: the masks from per-token counts taken from the begun unit equal the
     ordinary walk's."""
@@ -85,8 +87,7 @@ def test_counted_masks_inside_a_begun_unit_equal_walks(vocab_name: str, lo: int,
         got.append((st.mask_words().copy(), _budget_figures(fast, st.config)))
         assert st.commit_token(tok), "the instance must be valid"
     assert any(k[1] is not None and v is not None for k, v in fast._units.items()), "no begun unit was counted"
-    monkeypatch.setattr(Constraint, "_counted_base", lambda self, cid: None)
-    slow = Constraint.compile(grammar, vocab)
+    slow = Constraint.compile(grammar, vocab, tuning=WALKED)
     st = slow.start()
     for step, tok in enumerate(ids):
         assert np.array_equal(st.mask_words(), got[step][0]), f"mask differs after {text.encode()[:step]!r}"
@@ -117,13 +118,12 @@ def test_an_optional_unit_is_not_counted() -> None:
 
 
 @pytest.mark.parametrize("vocab_name", ["llama-bpe", "llama-spm"])
-def test_last_units_equal_walks(vocab_name: str, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_last_units_equal_walks(vocab_name: str) -> None:
     """The last unit of an exact count (``[0-9a-fA-F]{4}`` after three digits, which the term
     store writes as the class itself) takes its mask from the repetition's sorted unbounded mask
     (``counters.last_unit_head``): every mask, greedy and byte by byte, equals the walk's. Also
     where the class overlaps what follows (``[0-9a-f]{3}[0-9]``: never counted, so never read as
     a last unit) and where the count ends the string."""
-    from structgen.engine import constraint as constraint_module
     from structgen.schema import json_schema_to_grammar
 
     vocab = load_vocab(vocab_name)
@@ -142,8 +142,8 @@ def test_last_units_equal_walks(vocab_name: str, monkeypatch) -> None:  # type: 
     grammar = json_schema_to_grammar(schema)
     walks = [greedy_tokens(vocab, text), [singles[b] for b in text]]
 
-    def masks() -> list[list[np.ndarray]]:
-        c = Constraint.compile(grammar, vocab)
+    def masks(tuning: EngineTuning) -> tuple[list[list[np.ndarray]], int]:
+        c = Constraint.compile(grammar, vocab, tuning=tuning)
         out = []
         for ids in walks:
             st, got = c.start(), []
@@ -155,10 +155,9 @@ def test_last_units_equal_walks(vocab_name: str, monkeypatch) -> None:  # type: 
         taken = [v for v in c._counted.values() if v is not None and v[0].lo == v[0].hi == 1]
         return out, len(taken)
 
-    fast, taken = masks()
+    fast, taken = masks(EngineTuning())
     assert taken, "no last unit took the counted path"
-    monkeypatch.setattr(constraint_module, "LAST_UNITS", False)
-    slow, taken = masks()
+    slow, taken = masks(EngineTuning(last_units=False))
     assert not taken
     for ids, a, b in zip(walks, fast, slow):
         for step, (x, y) in enumerate(zip(a, b)):

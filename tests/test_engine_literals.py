@@ -17,14 +17,13 @@ import pathlib
 import numpy as np
 import pytest
 from engine_support import _text_index, greedy_tokens, load_vocab, pieces_vocab, reference_mask
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from structgen import Grammar
 from structgen.engine import Constraint
-from structgen.engine import constraint as constraint_mod
-from structgen.engine import table as table_mod
 from structgen.engine.configs import DEAD
+from structgen.engine.tuning import EngineTuning
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 CASES = ("enum", "tool_call", "realistic_model")
@@ -53,24 +52,21 @@ def _short_tokens(vocab, text: bytes) -> list[int]:  # type: ignore[no-untyped-d
     return out
 
 
-def _switch(monkeypatch, on: bool) -> None:  # type: ignore[no-untyped-def]
-    monkeypatch.setattr(table_mod, "LITERAL_RUNS", on)
-    monkeypatch.setattr(constraint_mod, "LITERAL_COMMITS", on)
+#: literals stepped byte by byte, in walks and in commits
+STEPPED = EngineTuning(literal_runs=False, literal_commits=False)
 
 
 @pytest.mark.parametrize("vocab_name", ["llama-bpe", "llama-spm"])
 @pytest.mark.parametrize("name", CASES)
-def test_literals_read_at_once_equal_stepping(name: str, vocab_name: str, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_literals_read_at_once_equal_stepping(name: str, vocab_name: str) -> None:
     vocab = load_vocab(vocab_name)
     grammar, text = _case(name)
     for toks in (greedy_tokens(vocab, text), _short_tokens(vocab, text)):
-        on, off = Constraint.compile(grammar, vocab), Constraint.compile(grammar, vocab)
+        on, off = Constraint.compile(grammar, vocab), Constraint.compile(grammar, vocab, tuning=STEPPED)
         s_on, s_off = on.start(), off.start()
         for i, tok in enumerate(toks):
-            _switch(monkeypatch, True)
             m_on = s_on.mask()
             ok_on = s_on.commit_token(tok)
-            _switch(monkeypatch, False)
             m_off = s_off.mask()
             ok_off = s_off.commit_token(tok)
             assert np.array_equal(m_on, m_off), f"{name}: masks differ at step {i}"
@@ -133,18 +129,16 @@ def _masks_against_matcher(c, grammar, vocab, toks, where, most: int) -> int:  #
     return checked
 
 
-def _byte_by_byte(grammar, vocab, docs, monkeypatch, flag: str, on: object, off: object) -> list[Constraint]:  # type: ignore[no-untyped-def]
-    """Along each document byte by byte, the mask with ``table.<flag>`` = ``on`` equals the
-    matcher's and the mask of a second constraint with ``off``; returns the ``on`` constraints."""
+def _byte_by_byte(grammar, vocab, docs, on: EngineTuning, off: EngineTuning) -> list[Constraint]:  # type: ignore[no-untyped-def]
+    """Along each document byte by byte, the mask under the tuning ``on`` equals the matcher's
+    and the mask of a second constraint under ``off``; returns the ``on`` constraints."""
     done = []
     for doc in docs:
-        c_on, c_off = Constraint.compile(grammar, vocab), Constraint.compile(grammar, vocab)
+        c_on, c_off = Constraint.compile(grammar, vocab, tuning=on), Constraint.compile(grammar, vocab, tuning=off)
         s_on, s_off = c_on.start(), c_off.start()
         for i in range(len(doc)):
-            monkeypatch.setattr(table_mod, flag, on)
             m_on = s_on.mask()
             assert np.array_equal(m_on, reference_mask(grammar, vocab, doc[:i])), doc[:i]
-            monkeypatch.setattr(table_mod, flag, off)
             assert np.array_equal(m_on, s_off.mask()), doc[:i]
             assert s_on.commit_token(doc[i]) and s_off.commit_token(doc[i])
         done.append(c_on)
@@ -170,19 +164,19 @@ def _choice_cases(vocab):  # type: ignore[no-untyped-def]
 
 @pytest.mark.parametrize("budget", [64, 2])
 @pytest.mark.parametrize("vocab_name", ["llama-bpe", "llama-spm"])
-def test_choice_walks_equal_stepping(vocab_name: str, budget: int, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_choice_walks_equal_stepping(vocab_name: str, budget: int) -> None:
     vocab = load_vocab(vocab_name)
-    monkeypatch.setattr(table_mod, "CHOICE_NODES", budget)
+    walks_on = EngineTuning(choice_nodes=budget)
+    walks_off = EngineTuning(choice_nodes=budget, choice_walks=False)
     walked = inner = 0
     for name, grammar, walks in _choice_cases(vocab):
         for toks in walks:
-            on, off = Constraint.compile(grammar, vocab), Constraint.compile(grammar, vocab)
+            on = Constraint.compile(grammar, vocab, tuning=walks_on)
+            off = Constraint.compile(grammar, vocab, tuning=walks_off)
             s_on, s_off = on.start(), off.start()
             for i, tok in enumerate(toks):
-                monkeypatch.setattr(table_mod, "CHOICE_WALKS", True)
                 m_on = s_on.mask()
                 ok_on = s_on.commit_token(tok)
-                monkeypatch.setattr(table_mod, "CHOICE_WALKS", False)
                 m_off = s_off.mask()
                 ok_off = s_off.commit_token(tok)
                 assert np.array_equal(m_on, m_off), f"{name}: masks differ at step {i}"
@@ -208,9 +202,12 @@ def test_choice_masks_equal_the_matcher(name: str) -> None:
 _WORDS = st.lists(st.text("abé", min_size=1, max_size=5), min_size=1, max_size=6, unique=True)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+NO_CHOICE_WALKS = EngineTuning(choice_walks=False)
+
+
+@settings(max_examples=25, deadline=None)
 @given(words=_WORDS, picks=st.lists(st.integers(0, 5), min_size=1, max_size=4))
-def test_choice_walks_on_random_word_sets(words: list[str], picks: list[int], monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_choice_walks_on_random_word_sets(words: list[str], picks: list[int]) -> None:
     """Random choices with shared prefixes, words that are prefixes of others and a two-byte
     character, repeated in a list (a choice met again after each comma): on a vocabulary of
     every byte and every piece of up to four bytes of the document, masks with the choice walks
@@ -219,29 +216,27 @@ def test_choice_walks_on_random_word_sets(words: list[str], picks: list[int], mo
     grammar = Grammar.from_gbnf(f'root ::= "[" word ("," word)* "]"\nword ::= {alts}\n')
     doc = ("[" + ",".join(words[p % len(words)] for p in picks) + "]").encode()
     vocab = pieces_vocab([doc], (2, 3, 4))
-    on, off = Constraint.compile(grammar, vocab), Constraint.compile(grammar, vocab)
+    on, off = Constraint.compile(grammar, vocab), Constraint.compile(grammar, vocab, tuning=NO_CHOICE_WALKS)
     s_on, s_off = on.start(), off.start()
     done = b""
     for tok in greedy_tokens(vocab, doc):
-        monkeypatch.setattr(table_mod, "CHOICE_WALKS", True)
         m_on = s_on.mask()
         if on._table._choice_of(s_on.config) is not None:
             assert np.array_equal(m_on, reference_mask(grammar, vocab, done)), done
-        monkeypatch.setattr(table_mod, "CHOICE_WALKS", False)
         assert np.array_equal(m_on, s_off.mask()), done
         assert s_on.commit_token(tok) and s_off.commit_token(tok)
         done += vocab.token_bytes(tok)
     assert s_on.is_accepting()
 
 
-def test_choices_inside_walks_on_pieces_that_return(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_choices_inside_walks_on_pieces_that_return() -> None:
     """Choices met below the root of a walk (after ``,`` or ``[`` inside a token), in a
     recursive grammar whose choices sit inside a callee: on a vocabulary of every byte and every
     piece of two to six bytes of the documents (``,alps]]``, ``bet,[``: tokens that enter a
     choice, leave it and return into the caller), every mask with the choice walks equals the
     mask without them, and the matcher's."""
     grammar = Grammar.from_gbnf(CHOICE_GBNF)
-    walked = _byte_by_byte(grammar, pieces_vocab(CHOICE_DOCS), CHOICE_DOCS, monkeypatch, "CHOICE_WALKS", True, False)
+    walked = _byte_by_byte(grammar, pieces_vocab(CHOICE_DOCS), CHOICE_DOCS, EngineTuning(), NO_CHOICE_WALKS)
     inner = sum(c._table.inner_choices for c in walked)
     assert inner > 0, "no choice was walked below the root of a walk"
 
@@ -253,7 +248,7 @@ day ::= "0" [1-9] | [1-2] [0-9] | "3" [0-1] | [ab] [xy] "z" | [\\t ] "w" | [cd]{
 CLASS_DOCS = [b"[01,29,31,axz,byz]", b"[12,\tw, w,30,q,cdcq,09]"]
 
 
-def test_choice_walks_through_classes_of_several_bytes(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_choice_walks_through_classes_of_several_bytes() -> None:
     """Choices whose live bytes share a class (``[1-2] [0-9]`` of a date's day, ``[\\t ]`` before
     a letter) are walked too, with one derivative per class; a repetition first (``[cd]{0,3}``)
     is not. Byte by byte on a vocabulary of every piece of two to six bytes of the documents,
@@ -261,10 +256,10 @@ def test_choice_walks_through_classes_of_several_bytes(monkeypatch) -> None:  # 
     make more configurations choosable than classes of one byte."""
     grammar = Grammar.from_gbnf(CLASS_GBNF)
     vocab = pieces_vocab(CLASS_DOCS)
-    walked, default = {}, table_mod.CHOICE_CLASS
+    walked, default = {}, EngineTuning().choice_class
     for widest in (1, default):
-        monkeypatch.setattr(table_mod, "CHOICE_CLASS", widest)
-        done = _byte_by_byte(grammar, vocab, CLASS_DOCS, monkeypatch, "CHOICE_WALKS", True, False)
+        on, off = EngineTuning(choice_class=widest), EngineTuning(choice_class=widest, choice_walks=False)
+        done = _byte_by_byte(grammar, vocab, CLASS_DOCS, on, off)
         walked[widest] = sum(v is not None for c in done for v in c._table._choice.values())
     assert default > 1
     assert walked[default] > walked[1] > 0
@@ -279,7 +274,7 @@ OPEN_DOCS = [b'{"name": "a", "tier": "gold", "n": 3}', b'{"name":"b","tier":"sil
 
 
 @pytest.mark.parametrize("vocab_name", ["llama-bpe", "llama-spm"])
-def test_choice_walks_with_calls_further_on(vocab_name: str, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_choice_walks_with_calls_further_on(vocab_name: str) -> None:
     """An object that allows other keys holds calls (their values are any JSON) in the rest of
     its document, so in the term of every configuration before it. A choice walk steps such a
     term where no call can come first, as the configuration system does (its top's derivative
@@ -289,25 +284,24 @@ def test_choice_walks_with_calls_further_on(vocab_name: str, monkeypatch) -> Non
     choice is walked (Llama 2)."""
     from structgen.engine.terms import HAS_POSS, HAS_SETOP, HAS_SYM
 
+    strict = EngineTuning(choice_excludes=HAS_SYM | HAS_POSS | HAS_SETOP)
     vocab = load_vocab(vocab_name)
     grammar, text = _case("realistic_model")
     cases = [(grammar, text), *((Grammar.from_json_schema(OPEN_SCHEMA), doc) for doc in OPEN_DOCS)]
     walked = 0
     for grammar, text in cases:
         for toks in (greedy_tokens(vocab, text), _short_tokens(vocab, text)):
-            on, off = Constraint.compile(grammar, vocab), Constraint.compile(grammar, vocab)
+            on, off = Constraint.compile(grammar, vocab), Constraint.compile(grammar, vocab, tuning=strict)
             s_on, s_off = on.start(), off.start()
             for i, tok in enumerate(toks):
-                monkeypatch.setattr(table_mod, "CHOICE_EXCLUDES", HAS_POSS)
                 m_on = s_on.mask()
-                monkeypatch.setattr(table_mod, "CHOICE_EXCLUDES", HAS_SYM | HAS_POSS | HAS_SETOP)
                 assert np.array_equal(m_on, s_off.mask()), f"masks differ at step {i}"
                 assert s_on.commit_token(tok) and s_off.commit_token(tok)
             store = on._machines.store
             walked += sum(bool(store.flags[top] & HAS_SYM) for (_, top), ok in on._table._choosable.items() if ok)
     assert walked > 0, "no choice with a call further on was walked"
     if vocab_name == "llama-spm":
-        monkeypatch.setattr(table_mod, "CHOICE_EXCLUDES", HAS_POSS)
+        assert EngineTuning().choice_excludes == HAS_POSS
         grammar = Grammar.from_json_schema(OPEN_SCHEMA)
         checked = 0
         for doc in OPEN_DOCS:
@@ -328,7 +322,7 @@ SETOP_SCHEMA = {
 SETOP_DOCS = [b'{"a": "x", "b": "beta"}', b'{"a":"yy","b":"bet"}']
 
 
-def test_choice_walks_through_set_operations(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_choice_walks_through_set_operations() -> None:
     """A value with ``not`` is a set operation in the term of every configuration before it,
     and inside the value the choice itself derives through it: after ``"b": "`` the choice
     ``alpha | alps | beta | bet`` less every word starting ``alp`` derives by ``a`` to a term
@@ -341,9 +335,8 @@ def test_choice_walks_through_set_operations(monkeypatch) -> None:  # type: igno
     grammar = Grammar.from_json_schema(SETOP_SCHEMA)
     vocab = pieces_vocab(SETOP_DOCS)
     walked = 0
-    for c in _byte_by_byte(
-        grammar, vocab, SETOP_DOCS, monkeypatch, "CHOICE_EXCLUDES", HAS_POSS, HAS_SYM | HAS_POSS | HAS_SETOP
-    ):
+    strict = EngineTuning(choice_excludes=HAS_SYM | HAS_POSS | HAS_SETOP)
+    for c in _byte_by_byte(grammar, vocab, SETOP_DOCS, EngineTuning(), strict):
         store = c._machines.store
         walked += sum(bool(store.flags[top] & HAS_SETOP) for (_, top), ok in c._table._choosable.items() if ok)
     assert walked > 0, "no choice with a set operation in its term was walked"

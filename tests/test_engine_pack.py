@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from structgen.engine import masks
+from structgen.engine.tuning import EngineTuning
 
 
 def _reference(ids: list[int], width: int) -> np.ndarray:
@@ -83,13 +84,14 @@ def test_pack_ids_onto_sets_the_union(case: tuple[int, list[int], list[int]]) ->
 
 def test_counted_filter_clears_a_few_ids_from_a_full_mask() -> None:
     """Most ids fit the count and a few (long tokens) do not: the few are cleared from the
-    part's full mask (bytes in Python up to ``TINY_CLEAR`` ids, ``np.bitwise_and.at`` beyond)."""
-    from structgen.engine import counters
+    part's full mask (bytes in Python up to ``EngineTuning.tiny_clear`` ids, ``np.bitwise_and.at``
+    beyond)."""
     from structgen.engine.counters import CountedHead, UnitCounts, counted_base, filter_ids, filter_words
 
     n = 3000
     rng = np.random.default_rng(7)
-    for long_ids in (3, counters.TINY_CLEAR, counters.TINY_CLEAR + 5):
+    tiny = EngineTuning().tiny_clear
+    for long_ids in (3, tiny, tiny + 5):
         stay = np.ones(n, dtype=np.int32)
         stay[rng.choice(n, long_ids, replace=False)] = 9
         leave = np.where(rng.random(n) < 0.5, 2, -1).astype(np.int32)

@@ -24,6 +24,7 @@ from structgen.engine import counters as counters_mod
 from structgen.engine.arrays import mask_to_bools
 from structgen.engine.loop_regions import loop_region
 from structgen.engine.trie_cache import token_trie_for
+from structgen.engine.tuning import EngineTuning
 
 STRING_BODY = sum(1 << b for b in range(0x20, 0x80) if b not in (0x22, 0x5C))
 
@@ -137,12 +138,7 @@ def test_counted_base_sorting_paths_agree(case) -> None:  # type: ignore[no-unty
     counts = counters_mod.UnitCounts(np.asarray(stay, dtype=np.int32), np.asarray(leave, dtype=np.int32))
     ids = np.random.default_rng(len(stay)).permutation(len(stay))[:cut].astype(np.int64)
     small = counters_mod.counted_base(ids, counts)
-    saved = counters_mod.SMALL_BASE
-    counters_mod.SMALL_BASE = -1  # every size through the vocabulary's order
-    try:
-        large = counters_mod.counted_base(ids, counts)
-    finally:
-        counters_mod.SMALL_BASE = saved
+    large = counters_mod.counted_base(ids, counts, small_base=-1)  # every size through the vocabulary's order
     for field in ("stay_ids", "stay_units", "leave_ids", "leave_units"):
         assert np.array_equal(getattr(small, field), getattr(large, field)), field
 
@@ -221,12 +217,11 @@ def _whitespace_vocab():  # type: ignore[no-untyped-def]
 
 
 @pytest.mark.parametrize("vocab_name", ["whitespace", "llama-spm", "llama-bpe"])
-def test_run_regions_equal_stepping_each_count(vocab_name: str, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_run_regions_equal_stepping_each_count(vocab_name: str) -> None:
     """Below a node in a whitespace gap after a newline (``[ \\t]{0,32}`` then what follows), the
     walk takes a run region instead of one configuration per count: plain masks and budget
     figures equal those of the walk that steps every count, along indented documents (some
     past the gap's bound, which must then be refused the same way)."""
-    from structgen.engine import table as table_mod
     from structgen.schema import json_schema_to_grammar
 
     vocab = _whitespace_vocab() if vocab_name == "whitespace" else load_vocab(vocab_name)
@@ -235,8 +230,9 @@ def test_run_regions_equal_stepping_each_count(vocab_name: str, monkeypatch) -> 
     fast = Constraint.compile(grammar, vocab)
     got = _masks_and_figures(fast, vocab, RUN_DOCS)
     assert any(v is not None for v in fast._table._runs.values()), "no run region was used"
-    monkeypatch.setattr(table_mod.TransitionTable, "_run_of", lambda self, cid: None)
-    want = _masks_and_figures(Constraint.compile(grammar, vocab), vocab, RUN_DOCS)
+    stepped = Constraint.compile(grammar, vocab, tuning=EngineTuning(run_regions=False))
+    want = _masks_and_figures(stepped, vocab, RUN_DOCS)
+    assert not any(v is not None for v in stepped._table._runs.values())
     assert len(got) == len(want)
     for step, (a, b) in enumerate(zip(got, want)):
         for x, y in zip(a, b):
@@ -298,29 +294,21 @@ SPLICE_DOCS = [
 
 
 @pytest.mark.parametrize("vocab_name", ["llama-spm", "llama-bpe"])
-def test_spliced_regions_equal_walking_the_subtree(vocab_name: str, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_spliced_regions_equal_walking_the_subtree(vocab_name: str) -> None:
     """Below a node with many tokens whose state is a loop reached through bytes it loops on
     (a string body after an escape, a key that left the listed names), the walk takes a slice
     of the state's loop region: masks and budget figures equal walking the subtree."""
-    from structgen.engine import table as table_mod
     from structgen.schema import json_schema_to_grammar
 
     vocab = load_vocab(vocab_name)
     grammar = json_schema_to_grammar(SCHEMA)
-    calls = []
-    real = table_mod.TransitionTable._splice
-
-    def counting(self, *args):  # type: ignore[no-untyped-def]
-        done = real(self, *args)
-        calls.append(done)
-        return done
-
-    monkeypatch.setattr(table_mod.TransitionTable, "_splice", counting)
-    got = _masks_and_figures(Constraint.compile(grammar, vocab), vocab, SPLICE_DOCS)
+    spliced = Constraint.compile(grammar, vocab)
+    got = _masks_and_figures(spliced, vocab, SPLICE_DOCS)
     assert not any(isinstance(step[0], str) for step in got), "a token of a valid document was refused"
-    assert any(calls), "no region was spliced"
-    monkeypatch.setattr(table_mod.TransitionTable, "_splice", lambda self, *args: False)
-    want = _masks_and_figures(Constraint.compile(grammar, vocab), vocab, SPLICE_DOCS)
+    assert spliced.stats()["splices"], "no region was spliced"
+    walked = Constraint.compile(grammar, vocab, tuning=EngineTuning(splices=False))
+    want = _masks_and_figures(walked, vocab, SPLICE_DOCS)
+    assert not walked.stats()["splices"]
     assert len(got) == len(want)
     for step, (a, b) in enumerate(zip(got, want)):
         for x, y in zip(a, b):
@@ -348,7 +336,7 @@ CLOSED_DOCS = [
 
 
 @pytest.mark.parametrize("vocab_name", ["whitespace", "llama-spm", "llama-bpe"])
-def test_run_exits_filtered_by_first_bytes_equal_stepping_all(vocab_name: str, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_run_exits_filtered_by_first_bytes_equal_stepping_all(vocab_name: str) -> None:
     """A run region's exits whose byte the configuration after the run cannot read (by
     ``ConfigSystem.first_bytes_bound``, from its terms) are dropped before they are stepped:
     masks and budget figures equal those of stepping every exit, along indented documents of
@@ -372,9 +360,8 @@ def test_run_exits_filtered_by_first_bytes_equal_stepping_all(vocab_name: str, m
         for region in getattr(trie, "_run_regions", {}).values():
             for kept in region._within.values():
                 dropped |= sum(n.size for n, _ in kept.values()) < sum(n.size for n, _ in region.exits.values())
-        monkeypatch.setattr(table_mod, "RUN_EXIT_FILTER", False)
-        want = _masks_and_figures(Constraint.compile(grammar, vocab), vocab, docs)
-        monkeypatch.setattr(table_mod, "RUN_EXIT_FILTER", True)
+        unfiltered = Constraint.compile(grammar, vocab, tuning=EngineTuning(run_exit_filter=False))
+        want = _masks_and_figures(unfiltered, vocab, docs)
         assert len(got) == len(want)
         for step, (a, b) in enumerate(zip(got, want)):
             for x, y in zip(a, b):

@@ -12,12 +12,12 @@ import pathlib
 import numpy as np
 import pytest
 from engine_support import greedy_tokens, json_grammar, load_vocab, walk_against_matcher
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from structgen import Grammar
 from structgen.engine import Constraint
-from structgen.engine import constraint as constraint_mod
+from structgen.engine.tuning import EngineTuning
 from structgen.grammar import ir
 from structgen.schema import json_schema_to_grammar
 
@@ -71,15 +71,14 @@ GRAMMARS = {
 
 
 def _masks_both_ways(  # type: ignore[no-untyped-def]
-    grammar: Grammar, vocab, text: str, monkeypatch, *, used: bool = True
+    grammar: Grammar, vocab, text: str, *, used: bool = True
 ) -> list[tuple[np.ndarray, np.ndarray]]:
-    on, off = Constraint.compile(grammar, vocab), Constraint.compile(grammar, vocab)
+    on = Constraint.compile(grammar, vocab)
+    off = Constraint.compile(grammar, vocab, tuning=EngineTuning(relative_walks=False))
     s_on, s_off = on.start(), off.start()
     out = []
     for tok in greedy_tokens(vocab, text.encode()):
-        monkeypatch.setattr(constraint_mod, "RELATIVE_WALKS", True)
         m_on = s_on.mask()
-        monkeypatch.setattr(constraint_mod, "RELATIVE_WALKS", False)
         m_off = s_off.mask()
         out.append((m_on, m_off))
         assert s_on.commit_token(tok) and s_off.commit_token(tok)
@@ -89,10 +88,10 @@ def _masks_both_ways(  # type: ignore[no-untyped-def]
 
 @pytest.mark.parametrize("vocab_name", ["llama-spm", "llama-bpe"])
 @pytest.mark.parametrize("name", sorted(GRAMMARS))
-def test_relative_walks_equal_direct_walks(name: str, vocab_name: str, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_relative_walks_equal_direct_walks(name: str, vocab_name: str) -> None:
     vocab = load_vocab(vocab_name)
     make, text = GRAMMARS[name]
-    for i, (m_on, m_off) in enumerate(_masks_both_ways(make(), vocab, text, monkeypatch)):
+    for i, (m_on, m_off) in enumerate(_masks_both_ways(make(), vocab, text)):
         assert np.array_equal(m_on, m_off), f"{name}: masks differ at step {i}"
 
 
@@ -111,11 +110,11 @@ _JSON = st.recursive(
 )
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=12, deadline=None)
 @given(value=_JSON, compact=st.booleans())
-def test_relative_walks_on_random_json(value: object, compact: bool, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_relative_walks_on_random_json(value: object, compact: bool) -> None:
     text = json.dumps(value, separators=(",", ":") if compact else None, ensure_ascii=False)
-    for m_on, m_off in _masks_both_ways(json_grammar(), load_vocab("llama-spm"), text, monkeypatch, used=False):
+    for m_on, m_off in _masks_both_ways(json_grammar(), load_vocab("llama-spm"), text, used=False):
         assert np.array_equal(m_on, m_off)
 
 

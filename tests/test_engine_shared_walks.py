@@ -15,6 +15,7 @@ from engine_support import greedy_tokens, load_vocab, walk_against_matcher
 from structgen import Grammar
 from structgen.engine import Constraint, shared_walks
 from structgen.engine.terms import EMPTY, TermStore
+from structgen.engine.tuning import EngineTuning
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -33,48 +34,37 @@ def _texts(name: str, count: int) -> list[str]:
     return out
 
 
-def _masks(grammar: Grammar, vocab, text: str, monkeypatch, shared: bool) -> list[np.ndarray]:  # type: ignore[no-untyped-def]
-    monkeypatch.setattr(shared_walks, "SHARED_WALKS", shared)
-    state = Constraint.compile(grammar, vocab).start()
+def _masks(grammar: Grammar, vocab, text: str, shared: bool) -> tuple[list[np.ndarray], int]:  # type: ignore[no-untyped-def]
+    """The masks along ``text`` and how many walks the constraint found another one made."""
+    c = Constraint.compile(grammar, vocab, tuning=EngineTuning(shared_walks=shared))
+    state = c.start()
     out = []
     for tok in greedy_tokens(vocab, text.encode()):
         out.append(state.mask_words().copy())
         assert state.commit_token(tok)
-    return out
-
-
-def _count_hits(monkeypatch) -> list[int]:  # type: ignore[no-untyped-def]
-    """A one-element list counting the shared walks found from now on."""
-    hits = [0]
-    real_lookup = shared_walks.lookup
-
-    def counting_lookup(*args):  # type: ignore[no-untyped-def]
-        found = real_lookup(*args)
-        hits[0] += found is not None
-        return found
-
-    monkeypatch.setattr(shared_walks, "lookup", counting_lookup)
-    return hits
+    return out, c.stats()["shared_walk_hits"]
 
 
 @pytest.mark.parametrize("vocab_name", ["llama-bpe", "llama-spm"])
-def test_shared_walks_equal_each_constraints_own(vocab_name: str, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_shared_walks_equal_each_constraints_own(vocab_name: str) -> None:
     """Schemas in a row, as a server meets them: each later one finds heads the earlier ones
     walked (the hits are counted), and its masks equal those it computes without them."""
     vocab = load_vocab(vocab_name)
     shared_walks.clear()
-    hits = _count_hits(monkeypatch)
+    hits = 0
     for name in ("realistic_model", "tool_call", "tool_union", "wide_object"):
         grammar = Grammar.from_json_schema(_schema(name))
         for text in _texts(name, 1):
-            on = _masks(grammar, vocab, text, monkeypatch, True)
-            off = _masks(grammar, vocab, text, monkeypatch, False)
+            on, found = _masks(grammar, vocab, text, True)
+            off, none = _masks(grammar, vocab, text, False)
+            hits += found
+            assert none == 0
             for i, (a, b) in enumerate(zip(on, off)):
                 assert np.array_equal(a, b), f"{name}: masks differ at token {i} of {text[:60]!r}"
-    assert hits[0], "no constraint found a walk another one made"
+    assert hits, "no constraint found a walk another one made"
 
 
-def test_shared_walks_equal_the_matcher(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_shared_walks_equal_the_matcher() -> None:
     """A schema whose heads were all walked by another one first, against the byte-level matcher
     (Llama 2: byte tokens and pieces that cross a head's end)."""
     vocab = load_vocab("llama-spm")
@@ -98,11 +88,10 @@ def test_shared_walks_equal_the_matcher(monkeypatch) -> None:  # type: ignore[no
     walk_against_matcher(
         Constraint.compile(g1, vocab), g1, vocab, json.dumps({"a1": 5, "b1": True, "c1": "q"}).encode()
     )
-    hits = _count_hits(monkeypatch)
     g2 = Grammar.from_json_schema(second, **fixed)
     c2 = Constraint.compile(g2, vocab)
     walk_against_matcher(c2, g2, vocab, json.dumps({"zz": -12, "yy": False, "xx": "a b"}).encode())
-    assert hits[0], "the second schema found no walk of the first"
+    assert c2.stats()["shared_walk_hits"], "the second schema found no walk of the first"
 
 
 def test_equal_structures_get_equal_ids() -> None:
@@ -122,40 +111,30 @@ def test_equal_structures_get_equal_ids() -> None:
     assert k1.of(build(s1, (97, 98, 99), count=4)) != k1.of(a)
 
 
-def test_calls_and_large_terms_get_no_id(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_calls_and_large_terms_get_no_id() -> None:
     """A term holding a rule call has no structural id; neither has one with more new terms
     than the budget, nor any term on the way down to its large part (the next top over the same
     rest stops at once)."""
     store = TermStore()
-    keys = shared_walks.TermKeys(store)
+    keys = shared_walks.TermKeys(store, max_nodes=8)
     call = store.seq(store.bytes_(1 << 65), store.sym(1000))
     assert keys.of(call) is None
-    monkeypatch.setattr(shared_walks, "MAX_NODES", 8)
     long = EMPTY
     for i in range(20):
         long = store.seq(store.bytes_(1 << (97 + i % 26)), long)
     assert keys.of(long) is None
     over = store.seq(store.bytes_(1 << 48), long)
-    calls = 0
-    real = keys._id_of_new
-
-    def counting(u, busy):  # type: ignore[no-untyped-def]
-        nonlocal calls
-        calls += 1
-        return real(u, busy)
-
-    monkeypatch.setattr(keys, "_id_of_new", counting)
+    before = keys.new_terms
     assert keys.of(over) is None
-    assert calls <= 2, "the long rest was walked again"
+    assert keys.new_terms - before <= 2, "the long rest was walked again"
 
 
-def test_ids_are_not_given_twice_across_generations(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_ids_are_not_given_twice_across_generations() -> None:
     """Past the bound on structures the tables start again; an id kept from before names its
     structure still, so it can never find another structure's walk."""
     shared_walks.clear()
-    monkeypatch.setattr(shared_walks, "MAX_STRUCTURES", 4)
     store = TermStore()
-    keys = shared_walks.TermKeys(store)
+    keys = shared_walks.TermKeys(store, max_structures=4)
     seen = set()
     for b in range(40):
         t = store.seq(store.bytes_(1 << b), store.bytes_(1 << (b + 1)))

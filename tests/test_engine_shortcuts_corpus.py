@@ -15,8 +15,7 @@ from engine_support import greedy_tokens, load_vocab
 
 from structgen import Grammar
 from structgen.engine import Constraint
-from structgen.engine import constraint as constraint_mod
-from structgen.engine import table as table_mod
+from structgen.engine.tuning import EngineTuning
 from structgen.errors import StructgenError
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -27,13 +26,11 @@ from benchmarks.inputs import maskbench_sample  # noqa: E402
 SCHEMAS = 25
 
 
-def _switch(monkeypatch, on: bool) -> None:  # type: ignore[no-untyped-def]
-    monkeypatch.setattr(table_mod, "CHOICE_WALKS", on)
-    monkeypatch.setattr(constraint_mod, "LAST_UNITS", on)
-    monkeypatch.setattr(constraint_mod, "SPINE_SPLIT", on)
+#: the shortcuts off: choice walks, last units from a sorted mask, splits before a word
+PLAIN = EngineTuning(choice_walks=False, last_units=False, spine_split=False)
 
 
-def test_shortcuts_equal_the_plain_walk_on_maskbench(corpora: pathlib.Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_shortcuts_equal_the_plain_walk_on_maskbench(corpora: pathlib.Path) -> None:
     cases = maskbench_sample(SCHEMAS, max_instances=2)
     if not cases:
         pytest.skip("MaskBench archive not in the corpora")
@@ -46,13 +43,11 @@ def test_shortcuts_equal_the_plain_walk_on_maskbench(corpora: pathlib.Path, monk
             continue  # refused keywords: the translator's tests count those
         for instance in case.instances:
             for text in (json.dumps(instance), json.dumps(instance, separators=(",", ":"))):
-                on, off = Constraint.compile(grammar, vocab), Constraint.compile(grammar, vocab)
+                on, off = Constraint.compile(grammar, vocab), Constraint.compile(grammar, vocab, tuning=PLAIN)
                 s_on, s_off = on.start(), off.start()
                 for i, tok in enumerate(greedy_tokens(vocab, text.encode())):
-                    _switch(monkeypatch, True)
                     m_on = s_on.mask_words().copy()
                     ok = s_on.commit_token(tok)
-                    _switch(monkeypatch, False)
                     assert np.array_equal(m_on, s_off.mask_words()), f"{case.name}: masks differ at token {i}"
                     assert ok == s_off.commit_token(tok)
                     if not ok:

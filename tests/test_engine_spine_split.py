@@ -15,7 +15,7 @@ from engine_support import greedy_tokens, load_vocab, pieces_vocab, reference_ma
 
 from structgen import Grammar
 from structgen.engine import Constraint
-from structgen.engine import constraint as constraint_mod
+from structgen.engine.tuning import EngineTuning
 from structgen.grammar import ir
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -43,17 +43,18 @@ def _texts(name: str, count: int) -> list[str]:
     return out
 
 
-def _compare(grammar: Grammar, vocab, texts: list[str], monkeypatch) -> Constraint:  # type: ignore[no-untyped-def]
+NO_SPLIT = EngineTuning(spine_split=False)
+
+
+def _compare(grammar: Grammar, vocab, texts: list[str]) -> Constraint:  # type: ignore[no-untyped-def]
     """Masks and commits with the split against without, along ``texts``; the constraint that
     split. Both constraints live through all texts, so later texts meet shared heads."""
-    on, off = Constraint.compile(grammar, vocab), Constraint.compile(grammar, vocab)
+    on, off = Constraint.compile(grammar, vocab), Constraint.compile(grammar, vocab, tuning=NO_SPLIT)
     for text in texts:
         s_on, s_off = on.start(), off.start()
         for i, tok in enumerate(greedy_tokens(vocab, text.encode())):
-            monkeypatch.setattr(constraint_mod, "SPINE_SPLIT", True)
             m_on = s_on.mask_words().copy()
             ok = s_on.commit_token(tok)
-            monkeypatch.setattr(constraint_mod, "SPINE_SPLIT", False)
             assert np.array_equal(m_on, s_off.mask_words()), f"masks differ at token {i} of {text[:60]!r}"
             assert ok and s_off.commit_token(tok)
             assert s_on.is_accepting() == s_off.is_accepting()
@@ -63,9 +64,9 @@ def _compare(grammar: Grammar, vocab, texts: list[str], monkeypatch) -> Constrai
 
 @pytest.mark.parametrize("vocab_name", ["llama-bpe", "llama-spm"])
 @pytest.mark.parametrize("name", ["wide_object", "tool_call", "realistic_model", "constrained"])
-def test_splits_equal_the_plain_walk(name: str, vocab_name: str, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_splits_equal_the_plain_walk(name: str, vocab_name: str) -> None:
     vocab = load_vocab(vocab_name)
-    on = _compare(Grammar.from_json_schema(_schema(name), **FIXED_ORDER), vocab, _texts(name, 2), monkeypatch)
+    on = _compare(Grammar.from_json_schema(_schema(name), **FIXED_ORDER), vocab, _texts(name, 2))
     splits = [v for v in on._spine.values() if v is not None]
     assert splits, "no top was split"
     assert on._relative, "no walk over the hole was made"
@@ -143,29 +144,32 @@ PIECES_DOCS = [
 ]
 
 
-def _byte_by_byte(monkeypatch, schema: dict = PIECES_SCHEMA, docs: list[bytes] = PIECES_DOCS) -> Constraint:  # type: ignore[no-untyped-def,type-arg]
+def _byte_by_byte(
+    schema: dict = PIECES_SCHEMA,  # type: ignore[type-arg]
+    docs: list[bytes] = PIECES_DOCS,
+    tuning: EngineTuning = EngineTuning(),
+) -> Constraint:
     """``docs`` byte by byte on a vocabulary of every byte and every piece of two to eight
-    bytes of them, with the split against the plain walk and the matcher."""
+    bytes of them, with the split (under ``tuning``) against the plain walk and the matcher."""
     grammar = Grammar.from_json_schema(schema, **FIXED_ORDER)
     vocab = pieces_vocab(docs, (2, 3, 4, 5, 6, 7, 8))
-    on, off = Constraint.compile(grammar, vocab), Constraint.compile(grammar, vocab)
+    on = Constraint.compile(grammar, vocab, tuning=tuning)
+    off = Constraint.compile(grammar, vocab, tuning=NO_SPLIT)
     for doc in docs:
         s_on, s_off = on.start(), off.start()
         for i in range(len(doc)):
-            monkeypatch.setattr(constraint_mod, "SPINE_SPLIT", True)
             m_on = s_on.mask()
             assert np.array_equal(m_on, reference_mask(grammar, vocab, doc[:i])), doc[:i]
-            monkeypatch.setattr(constraint_mod, "SPINE_SPLIT", False)
             assert np.array_equal(m_on, s_off.mask()), doc[:i]
             assert s_on.commit_token(doc[i]) and s_off.commit_token(doc[i])
     return on
 
 
-def test_splits_with_tokens_that_cross_into_the_word(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_splits_with_tokens_that_cross_into_the_word() -> None:
     """Tokens such as ``1, "cd``, ``": fa`` and ``,"nop"`` leave the head and read the next key:
     their exits are stepped from the tail. Heads are shared across the keys of one type, so
     exits are stepped from tails they were not first walked with."""
-    on = _byte_by_byte(monkeypatch)
+    on = _byte_by_byte()
     assert any(e for _, e in on._relative.values()), "no walk over the hole left an exit"
     splits = [v for v in on._spine.values() if v is not None]
     assert len({head for head, _ in splits}) < len(splits), "no head was shared"
@@ -190,43 +194,33 @@ OPTIONAL_DOCS = [
 
 
 @pytest.mark.parametrize("enter_by_choice", [True, False])
-def test_splits_before_a_choice_of_words(enter_by_choice: bool, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_splits_before_a_choice_of_words(enter_by_choice: bool) -> None:
     """Optional keys: after a comma the next key is a choice (``abd`` or ``xyz`` or ``xyw``),
-    and the top is split before it (``SPINE_CHOICES``) like before one word. Tokens such as
+    and the top is split before it (``EngineTuning.spine_choices``) like before one word. Tokens such as
     ``1, "ab`` leave the shared head and enter the choice, by its derivatives and along its
     literals (``TransitionTable._enter_by_choice``, ``_enter_literal``) or, off, by the
     tail's table row: masks equal the plain walk's and the matcher's either way."""
-    from structgen.engine import table as table_mod
     from structgen.engine.terms import ALT_K
 
-    monkeypatch.setattr(table_mod, "ENTER_BY_CHOICE", enter_by_choice)
-    entered = []
-    for name in ("_enter_by_choice", "_enter_literal"):
-        real = getattr(table_mod.TransitionTable, name)
-
-        def counting(self, *args, _real=real, _name=name):  # type: ignore[no-untyped-def]
-            entered.append(_name)
-            return _real(self, *args)
-
-        monkeypatch.setattr(table_mod.TransitionTable, name, counting)
-    on = _byte_by_byte(monkeypatch, OPTIONAL_SCHEMA, OPTIONAL_DOCS)
+    on = _byte_by_byte(OPTIONAL_SCHEMA, OPTIONAL_DOCS, EngineTuning(enter_by_choice=enter_by_choice))
     store = on._machines.store
     splits = [v for v in on._spine.values() if v is not None]
     choices = [rest for _, rest in splits if store.kind[store.a[rest]] == ALT_K]
     assert choices, "no top was split before a choice of words"
     assert any(e for _, e in on._relative.values()), "no walk over the hole left an exit"
+    stats = on.stats()
+    entered = (stats["entered_by_choice"], stats["entered_literal"])
     if enter_by_choice:
-        assert {"_enter_by_choice", "_enter_literal"} <= set(entered), entered
+        assert min(entered) > 0, entered
     else:
-        assert not entered
+        assert entered == (0, 0)
 
 
-def test_heads_with_many_exits_are_refused(monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    """A head whose first walk over the hole leaves more live exits than ``SPINE_EXITS`` is
-    walked as it is from then on; with the threshold at 0 every head with a live exit is
-    refused, and the masks stay the plain walk's and the matcher's."""
-    monkeypatch.setattr(constraint_mod, "SPINE_EXITS", 0)
-    assert _byte_by_byte(monkeypatch)._spine_refused, "no head left a live exit"
+def test_heads_with_many_exits_are_refused() -> None:
+    """A head whose first walk over the hole leaves more live exits than
+    ``EngineTuning.spine_exits`` is walked as it is from then on; with the threshold at 0 every
+    head with a live exit is refused, and the masks stay the plain walk's and the matcher's."""
+    assert _byte_by_byte(tuning=EngineTuning(spine_exits=0))._spine_refused, "no head left a live exit"
 
 
 def test_greedy_heads_are_not_split() -> None:
@@ -245,7 +239,7 @@ def test_greedy_heads_are_not_split() -> None:
     assert c._spine.get(top) is None
 
 
-def test_counted_bases_are_shared(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_counted_bases_are_shared() -> None:
     """A counted string at the bottom (``pattern: ^[A-Z]{3}$``, ``maxLength``) sorts its
     unbounded mask once per head, not once per key: the second key of the same type finds the
     base sorted by the first (``Constraint._shared_base``), and its masks are the plain walk's."""
@@ -271,7 +265,7 @@ def test_counted_bases_are_shared(monkeypatch) -> None:  # type: ignore[no-untyp
         "second_id": "9b2e6c1a-4f3d-4a5b-8c7d-0e1f2a3b4c5d",
     }
     texts = [json.dumps(value), json.dumps(value, separators=(",", ":"), ensure_ascii=False)]
-    on = _compare(Grammar.from_json_schema(schema, **FIXED_ORDER), load_vocab("llama-bpe"), texts, monkeypatch)
+    on = _compare(Grammar.from_json_schema(schema, **FIXED_ORDER), load_vocab("llama-bpe"), texts)
     shared = [key for key in on._bases if key[0] in on._base_exits]
     assert len(shared) >= 2, "no counted base was sorted over the hole"
     real_bases = {entry[2] for entry in on._counted.values() if entry is not None}

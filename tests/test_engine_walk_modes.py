@@ -12,7 +12,7 @@ import pytest
 from engine_support import greedy_tokens, json_grammar, load_vocab, person_grammar, reference_mask
 
 from structgen.engine import Constraint
-from structgen.engine import table as table_mod
+from structgen.engine.tuning import EngineTuning
 
 DOC = json.dumps({"name": 'Zoë "Z"', "n": [-1.5e3, 0, True], "o": {"k": "a\\b"}}, ensure_ascii=False)
 PERSON = '{"name": "Ann", "age": 42, "role": "admin", "tags": ["x", "y z"]}'
@@ -21,23 +21,21 @@ PERSON = '{"name": "Ann", "age": 42, "role": "admin", "tags": ["x", "y z"]}'
 #: Python, looping bytes from which a walk uses a loop region, live bytes up to which a Python
 #: level finds a node's children by binary search)
 MODES = {
-    "numpy only": (0, 0, 257, -1),
-    "python only": (10**9, 10**9, 257, -1),
+    "numpy only": (0, 0, 257, 0),
+    "python only": (10**9, 10**9, 257, 0),
     "mixed": (3, 5, 257, 3),
     "binary search": (10**9, 0, 257, 256),
-    "regions, numpy": (0, 0, 1, -1),
-    "regions, python": (10**9, 10**9, 1, -1),
+    "regions, numpy": (0, 0, 1, 0),
+    "regions, python": (10**9, 10**9, 1, 0),
     "regions, mixed": (3, 5, 1, 3),
     "regions, binary search": (10**9, 0, 1, 256),
 }
 
 
-def _masks(grammar, vocab, text: str, modes: tuple[int, int, int, int], monkeypatch) -> list[tuple]:  # type: ignore[no-untyped-def]
-    monkeypatch.setattr(table_mod, "NARROW", modes[0])
-    monkeypatch.setattr(table_mod, "NARROW_CHILDREN", modes[1])
-    monkeypatch.setattr(table_mod, "LOOP_REGION_MIN_BYTES", modes[2])
-    monkeypatch.setattr(table_mod, "SPARSE_LIVE", modes[3])
-    c = Constraint.compile(grammar, vocab)
+def _masks(grammar, vocab, text: str, modes: tuple[int, int, int, int]) -> list[tuple]:  # type: ignore[no-untyped-def]
+    narrow, children, loop_bytes, sparse = modes
+    tuning = EngineTuning(narrow=narrow, narrow_children=children, loop_region_min_bytes=loop_bytes, sparse_live=sparse)
+    c = Constraint.compile(grammar, vocab, tuning=tuning)
     st = c.start()
     out = []
     for tok in greedy_tokens(vocab, text.encode()):
@@ -77,12 +75,12 @@ def _grammar_and_text(name: str):  # type: ignore[no-untyped-def]
     ("grammar_name", "vocab_name"),
     [("json", "llama-spm"), ("person", "llama-spm"), ("before loop", "llama-spm"), ("before loop", "llama-bpe")],
 )
-def test_walk_paths_agree(grammar_name: str, vocab_name: str, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_walk_paths_agree(grammar_name: str, vocab_name: str) -> None:
     """Llama 3's byte-level tokens split characters anywhere: its string bodies' regions go on
     through whole characters and accept the tokens that end inside one."""
     vocab = load_vocab(vocab_name)
     grammar, text = _grammar_and_text(grammar_name)
-    results = {name: _masks(grammar, vocab, text, modes, monkeypatch) for name, modes in MODES.items()}
+    results = {name: _masks(grammar, vocab, text, modes) for name, modes in MODES.items()}
     first = results["numpy only"]
     for name, res in results.items():
         assert len(res) == len(first)

@@ -9,16 +9,19 @@
 * :mod:`.counters`, :mod:`.count_clamp` - masks of counted repetitions, and twins that share them;
 * :mod:`.budget_bound` - a bound on the completion any token leaves: budget masks without a walk;
 * :mod:`.constraint` - `Constraint` (per grammar and vocabulary) and `State` (per request);
-* :mod:`.masks` - the packed int32 bitmask layout and helpers to apply masks to logits.
+* :mod:`.masks` - the packed int32 bitmask layout and helpers to apply masks to logits;
+* :mod:`.tuning` - `EngineTuning`, every switch and threshold of the walks (masks are the same under each).
 """
 
 from .constraint import Constraint, State, fill_bitmasks
 from .limits import EngineLimits
 from .masks import allocate_bitmask, apply_mask_numpy, apply_mask_torch
+from .tuning import EngineTuning
 
 __all__ = [
     "Constraint",
     "EngineLimits",
+    "EngineTuning",
     "State",
     "allocate_bitmask",
     "apply_mask_numpy",

@@ -47,7 +47,7 @@ what it covers is bounded by ``EngineLimits.aot_max_positions``, ``aot_budget_ms
 * a configuration of several stacks (an ambiguous prefix: a key that is a listed name and a free
   string at once): walked whole at first use (``ambiguous``); its stacks' positions are explored;
 * a top that may end at once, where the constraint walks such tops with their callers
-  (``constraint.RELATIVE_NULLABLE`` off): ``caller-dependent``;
+  (``EngineTuning.relative_nullable`` off): ``caller-dependent``;
 * positions past the limits: ``limit``.
 
 Cost: one relative walk per reachable top (a trie walk; shared across constraints of one
@@ -210,7 +210,7 @@ def compile_ahead(
     """Precompute the parts of every position reachable from the start (see the module
     docstring), up to ``max_positions`` positions, ``budget_ms`` milliseconds and ``max_bytes``
     of estimated memory. ``nullable_over_hole``: whether the constraint walks a top that may end
-    at once over the hole (``constraint.RELATIVE_NULLABLE``). With
+    at once over the hole (``EngineTuning.relative_nullable``). With
     ``complete``, a LimitError where a limit stopped the exploration and a ConstraintError
     where some part can only be computed at first use, both naming what stays lazy."""
     started = time.perf_counter()

@@ -38,6 +38,7 @@ from .machines import SYMBOL_BASE, Machines, _Lowering, is_call, symbol_index
 from .masks import words_for
 from .table import UNKNOWN
 from .terms import ALT_K, AND_K, BYTES_K, DIFF_K, LAZY_K, POSS_K, REPEAT_K, SEQ_K, SYM_K, TermStore, repeat_flags
+from .tuning import DEFAULT_ENGINE_TUNING, EngineTuning
 
 if TYPE_CHECKING:
     from .constraint import Constraint
@@ -86,23 +87,13 @@ _CORRUPT = (
 def save_constraint(c: Constraint, *, key: bytes | None = None) -> bytes:
     """The blob of ``c`` (see the module docstring); sealed with HMAC-SHA256 under ``key``."""
     key = _check_key(key)
-    store, system = c._machines.store, c._system
-    # one consistent snapshot: every computation that grows these tables holds the lock, so
-    # nothing changes while their sizes are read and the table (written in place) and the mask
-    # cache are copied (a table row copied after a configuration was added would name one the
-    # header does not hold). Terms, stacks and configurations are only ever appended, so the
-    # header is encoded after the lock is released, up to the sizes read under it: a save
-    # holds up other threads' masks for the copies only.
-    with c._lock:
-        # the least of the term lists' lengths: a term is appended to each in turn
-        n_terms = min(len(store.kind), len(store.a), len(store.b), len(store.nullable), len(store.flags))
-        n_stacks = min(len(system.stack_parent), len(system.stack_top))
-        n_configs = len(system.configs)
-        rows = np.array(c._table.rows[: min(n_configs, c._table.rows.shape[0])], dtype="<i4")
-        cached = sorted(c._masks.items())
-    header = _header_data(c, n_terms, n_stacks, n_configs)
+    # one consistent snapshot (``Constraint.snapshot``); the header is encoded after it, up to
+    # the sizes it read: a save holds up other threads' masks for the copies only
+    snap = c.snapshot()
+    rows, cached = snap.rows, snap.masks
+    header = _header_data(c, snap.n_terms, snap.n_stacks, snap.n_configs)
     mask_ids = np.asarray([cid for cid, _ in cached], dtype="<i8")
-    masks = np.stack([w for _, w in cached]).astype("<i4") if cached else np.zeros((0, c._words), "<i4")
+    masks = np.stack([w for _, w in cached]).astype("<i4") if cached else np.zeros((0, c.mask_words_per_row), "<i4")
     members = {TABLE: _npy(rows), MASK_IDS: _npy(mask_ids), MASKS: _npy(masks)}
     header["digests"] = {name: hashlib.sha256(data).hexdigest() for name, data in members.items()}
     header["seal"] = "sha256" if key is None else "hmac-sha256"
@@ -117,7 +108,7 @@ def save_constraint(c: Constraint, *, key: bytes | None = None) -> bytes:
 
 
 def _header_data(c: Constraint, n_terms: int, n_stacks: int, n_configs: int) -> dict[str, Any]:
-    store, system, machines = c._machines.store, c._system, c._machines
+    store, system, machines = c.machines.store, c.system, c.machines
     return {
         "format": FORMAT,
         "version": VERSION,
@@ -159,20 +150,28 @@ def _seal(header_npy: bytes, key: bytes | None) -> bytes:
 # -- loading ----------------------------------------------------------------------------------
 
 
-def load_constraint(blob: bytes, vocab: Vocab, *, limits: EngineLimits, key: bytes | None = None) -> Constraint:
-    """The constraint saved in ``blob``, under the caller's ``limits`` (see the module docstring)."""
+def load_constraint(
+    blob: bytes,
+    vocab: Vocab,
+    *,
+    limits: EngineLimits,
+    key: bytes | None = None,
+    tuning: EngineTuning = DEFAULT_ENGINE_TUNING,
+) -> Constraint:
+    """The constraint saved in ``blob``, under the caller's ``limits`` and ``tuning`` (see the
+    module docstring; a tuning is not saved: masks are the same under every one)."""
     if not isinstance(limits, EngineLimits):
         raise ConstraintError(f"limits must be an EngineLimits, not {type(limits).__name__}")
     if not isinstance(vocab, Vocab):
         raise ConstraintError(f"load takes a Vocab, not {type(vocab).__name__}")
     key = _check_key(key)
     try:
-        return _load(blob, vocab, limits, key)
+        return _load(blob, vocab, limits, key, tuning)
     except _CORRUPT as e:
         raise ConstraintError(f"saved constraint is corrupt ({type(e).__name__}: {str(e)[:200]})") from e
 
 
-def _load(blob: object, vocab: Vocab, limits: EngineLimits, key: bytes | None) -> Constraint:
+def _load(blob: object, vocab: Vocab, limits: EngineLimits, key: bytes | None, tuning: EngineTuning) -> Constraint:
     from .constraint import Constraint
 
     members = _read_members(blob, limits)
@@ -258,15 +257,9 @@ def _load(blob: object, vocab: Vocab, limits: EngineLimits, key: bytes | None) -
     if mask_ids.size and vocab.logit_width % 32 and (masks[:, -1].view(np.uint32) >> (vocab.logit_width % 32)).any():
         raise ConstraintError("saved constraint is corrupt (masks allow ids past the logit width)")
 
-    c = Constraint(grammar, vocab, machines, system, limits)
-    c._table._grow()
-    c._table.rows[: table.shape[0]] = table
+    c = Constraint(grammar, vocab, machines, system, limits, tuning)
     # the caller's cache bound holds from the start: the saved masks past it are not kept
-    for cid, row in zip(mask_ids[: limits.max_cached_masks].tolist(), masks):
-        w = np.array(row, dtype=np.int32)
-        w.flags.writeable = False
-        c._masks[cid] = w
-    c._check_memory()
+    c.restore(table, zip(mask_ids.tolist(), masks))
     return c
 
 

@@ -10,10 +10,11 @@ from a dictionary.
 
 from __future__ import annotations
 
+import itertools
 import operator
 import threading
 import time
-from typing import Iterable, Sequence
+from typing import Iterable, NamedTuple, Sequence
 
 import numpy as np
 
@@ -52,50 +53,9 @@ from .table import TransitionTable
 from .terms import ALT_K, BYTES_K, EMPTY, HAS_POSS, HAS_SYM, REPEAT_K, SEQ_K
 from .token_budget import DEFAULT_TOKEN_BUDGET_TUNING, TokenCounter, multibyte_ends
 from .trie_cache import token_trie_for
+from .tuning import DEFAULT_ENGINE_TUNING, EngineTuning
 
-#: Whether a configuration of one stack over a caller is walked over the hole (its walk shared
-#: by every caller, see ``Constraint._relative_words``); off, it is walked as it is. Both give
-#: the same masks; tests switch it to compare them.
-RELATIVE_WALKS = True
-#: Whether a top that may end at once is walked over the hole too (its returns into the caller
-#: at the first byte are exits at the root); off, it is walked with its callers. Exact either way
-#: (tests switch it); off by default: its exits under most bytes filled the process's exit picks
-#: (shared_walks.py) with objects the collector keeps scanning (test_engine_gc).
-RELATIVE_NULLABLE = False
-#: Whether the tokens that cross from a walk over the hole into a caller that is itself over a
-#: caller are walked over the hole of that caller's top too, frame by frame (``_crossing``); off,
-#: from the caller as it is. Tests switch it.
-CHAINED_CROSSINGS = True
-#: Whether a top ``x* b R`` (inside a string, a run of digits) is walked as ``x* b`` over a frame
-#: holding ``R`` (``Constraint._loop_split``), at the bottom where it has no split before a word
-#: and over a caller; off, as it is. Tests switch it.
-LOOP_SPLIT = True
-#: Whether a commit reads a configuration's fixed bytes at once (``_step_bytes``); tests switch it.
-LITERAL_COMMITS = True
-#: Whether the last unit of a counted repetition (``x rest``, the count ``x{1,1}``) takes its
-#: mask from the repetition's sorted unbounded mask when an earlier count sorted it
-#: (``counters.last_unit_head``); off, it is walked. Tests switch it.
-LAST_UNITS = True
-#: Whether a configuration of one stack at the bottom, ``h R`` with ``R`` starting at a word (the
-#: next key of an object), is walked as ``h`` over the hole standing for ``R``
-#: (``Constraint._spine_split``); off, it is walked as it is. Tests switch it.
-SPINE_SPLIT = True
-#: a word: at least this many single fixed bytes in a row, each a letter, a digit or ``_``
-SPINE_WORD = 3
-#: a choice whose every option starts with a word (the optional keys after a comma) is split
-#: before too; off, only a word in the top sequence is
-SPINE_CHOICES = True
 _WORD_BYTES = sum(1 << c for c in b"0123456789_ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
-#: how many elements of a top's sequence are looked at for a word
-SPINE_LOOK = 24
-#: a head with fewer elements that need a byte is not split. One is enough (`` "`` before a
-#: key): the children of its last node are exits with no step (``ConfigSystem.at_hole``),
-#: which brought its first walk over the hole from about 350 µs to 150 µs; 2 left `tool_call`
-#: 25% slower (cold p50)
-SPINE_HEAD_ELEMENTS = 1
-#: a head whose first walk over the hole left more live exit nodes than this (exits whose byte
-#: the tail may read) is walked as it is from then on
-SPINE_EXITS = 16
 
 #: Bytes one configuration, stack or term costs with everything remembered about it (memos,
 #: indexes, derivatives), beside the table row and masks counted as allocated: measured with
@@ -117,14 +77,17 @@ class Constraint:
         machines: Machines,
         system: ConfigSystem,
         limits: EngineLimits,
+        tuning: EngineTuning = DEFAULT_ENGINE_TUNING,
     ) -> None:
         self.grammar = grammar
         self.vocab = vocab
         self.limits = limits
+        #: the switches and thresholds of the walks (masks are the same under every tuning)
+        self.tuning = tuning
         self._machines = machines
         self._system = system
         self._table = TransitionTable(
-            system, tail_missing=lambda: vocab.utf8_tail_missing, token_bytes=vocab.token_bytes
+            system, tail_missing=lambda: vocab.utf8_tail_missing, token_bytes=vocab.token_bytes, tuning=tuning
         )
         self._trie = token_trie_for(vocab)
         self._width = vocab.logit_width
@@ -169,9 +132,12 @@ class Constraint:
         #: relative configuration -> its packed mask and exits (see ``_relative_words``)
         self._relative: dict[int, tuple[np.ndarray, dict[int, tuple[np.ndarray, np.ndarray]]]] = {}
         #: structural ids of terms, shared by every constraint in the process (shared_walks.py)
-        self._term_keys = shared_walks.TermKeys(machines.store)
-        self._clamp = CountClamp(system, lambda: byte_limits_for(vocab))
-        self._budget_clamp = CountClamp(system, lambda: byte_limits_for(vocab), keep_lengths=True)
+        self._term_keys = shared_walks.TermKeys(
+            machines.store, max_nodes=tuning.shared_max_nodes, max_structures=tuning.shared_max_structures
+        )
+        self._clamp = CountClamp(system, lambda: byte_limits_for(vocab), tuning=tuning)
+        self._budget_clamp = CountClamp(system, lambda: byte_limits_for(vocab), keep_lengths=True, tuning=tuning)
+        self.shared_walk_hits = 0  # walks over the hole another constraint made (see ``stats``)
         self._bound = CompletionBound(system, machines.rule_bound)
         self._token_counter: TokenCounter | None = None
         self._bytes_bound: bool | None = None
@@ -192,6 +158,7 @@ class Constraint:
         mode: str = "lazy",
         limits: EngineLimits = DEFAULT_ENGINE_LIMITS,
         complete: bool = False,
+        tuning: EngineTuning = DEFAULT_ENGINE_TUNING,
     ) -> Constraint:
         """Compile ``grammar`` for ``vocab``.
 
@@ -201,6 +168,8 @@ class Constraint:
         position, up to ``limits.aot_max_positions``), then configurations breadth first (up to
         ``limits.aot_max_configs``) with their masks; ``report`` says what stays lazy, and with
         ``complete`` a LimitError or ConstraintError names it. Both modes give identical masks.
+        ``tuning``: the walks' switches and thresholds
+        (:class:`~structgen.engine.tuning.EngineTuning`; every tuning gives the same masks).
         """
         if not isinstance(grammar, Grammar):
             raise ConstraintError(f"compile takes a Grammar, not {type(grammar).__name__}")
@@ -212,6 +181,7 @@ class Constraint:
             raise ConstraintError(f"limits must be an EngineLimits, not {type(limits).__name__}")
         if not isinstance(complete, bool) or (complete and mode != "aot"):
             raise ConstraintError(f"complete must be a bool and needs mode='aot', not {complete!r} with {mode!r}")
+        check_tuning(tuning)
         with deadline_scope(limits.deadline_s, limit="deadline_s"):
             machines = build_machines(grammar)
             system = ConfigSystem(
@@ -219,7 +189,7 @@ class Constraint:
                 max_stacks_per_config=limits.max_stacks_per_config,
                 max_configs=limits.max_configs,
             )
-            c = cls(grammar, vocab, machines, system, limits)
+            c = cls(grammar, vocab, machines, system, limits, tuning)
             if mode == "aot":
                 until = time.perf_counter() + limits.aot_budget_ms / 1000
                 c.report = compile_ahead(
@@ -227,7 +197,7 @@ class Constraint:
                     max_positions=limits.aot_max_positions,
                     budget_ms=limits.aot_budget_ms,
                     max_bytes=limits.aot_max_bytes,
-                    nullable_over_hole=RELATIVE_NULLABLE,
+                    nullable_over_hole=tuning.relative_nullable,
                     complete=complete,
                 )
                 # whole configurations in what is left of the budget: lookups, not assemblies
@@ -310,7 +280,7 @@ class Constraint:
             sorted_base, head, key = counted
             words = self._counted_words.get(key)
             if words is None:
-                words = filter_words(sorted_base, head, self._width, key[2:])  # type: ignore[arg-type]
+                words = filter_words(sorted_base, head, self._width, key[2:], tuning=self.tuning)  # type: ignore[arg-type]
                 words.flags.writeable = False
                 if len(self._counted_words) >= self.limits.max_cached_masks:
                     self._counted_words.pop(next(iter(self._counted_words)))
@@ -341,13 +311,13 @@ class Constraint:
         another shape (walked as it is)."""
         system = self._system
         stacks = system.configs[cid]
-        if len(stacks) != 1 or not RELATIVE_WALKS:
+        if len(stacks) != 1 or not self.tuning.relative_walks:
             return None
         sid = stacks[0]
         parent, top = system.stack_parent[sid], system.stack_top[sid]
         split = False
         if parent < 0:
-            found_split = self._spine.get(top, False) if SPINE_SPLIT else None
+            found_split = self._spine.get(top, False) if self.tuning.spine_split else None
             if found_split is False:
                 found_split = self._spine_split(top)
             if found_split is None or found_split[0] in self._spine_refused:
@@ -360,7 +330,7 @@ class Constraint:
             found_split = self._loop_split(top)
             if found_split is not None and found_split[0] not in self._spine_refused:
                 top, parent, split = found_split[0], system.stack(parent, found_split[1]), True
-            elif self._machines.store.nullable[top] and not RELATIVE_NULLABLE:
+            elif self._machines.store.nullable[top] and not self.tuning.relative_nullable:
                 return None
         rel = system.relative(top)
         found = self._relative.get(rel)
@@ -378,7 +348,7 @@ class Constraint:
         if exits:
             tail = system.config([parent])
             exits = self._exits_into(exits, tail)
-            if first and split and sum(nodes.size for nodes, _ in exits.values()) > SPINE_EXITS:
+            if first and split and sum(nodes.size for nodes, _ in exits.values()) > self.tuning.spine_exits:
                 # tokens reach the tail from many nodes: every top with this head would walk
                 # them again from its own tail, more than its plain walk costs
                 self._spine_refused.add(top)
@@ -396,7 +366,7 @@ class Constraint:
         system = self._system
         stacks = system.configs[tail]
         parent = system.stack_parent[stacks[0]] if len(stacks) == 1 else -1
-        if not CHAINED_CROSSINGS or parent < 0:
+        if not self.tuning.chained_crossings or parent < 0:
             return self._table.walk_from(tail, self._trie, exits)
         top = system.stack_top[stacks[0]]
         here = key + (top,)
@@ -421,20 +391,23 @@ class Constraint:
         ``shared`` (a head split before a word: small, and the JSON skeleton between a key and
         the next one recurs in every schema), another constraint on this vocabulary may have
         walked a head of the same structure already (shared_walks.py)."""
-        structure = self._term_keys.of(top) if shared and shared_walks.SHARED_WALKS else None
+        structure = self._term_keys.of(top) if shared and self.tuning.shared_walks else None
         if structure is not None:
             found = shared_walks.lookup(self._trie, self._width, structure)
             if found is not None:
+                self.shared_walk_hits += 1
                 return found
         region, ids, exits = self._table.walk_relative(rel, self._trie)
         words = self._region_words(region, ids)
         words.flags.writeable = False
         if structure is not None:
-            shared_walks.remember(self._trie, self._width, structure, words, exits)
+            shared_walks.remember(
+                self._trie, self._width, structure, words, exits, max_walks=self.tuning.shared_max_walks
+            )
         return words, exits
 
     def _spine_split(self, top: int) -> tuple[int, int] | None:
-        """``(h, R)`` where the top sequence ``e0 e1 ... R`` reaches a *word* (``SPINE_WORD``
+        """``(h, R)`` where the top sequence ``e0 e1 ... R`` reaches a *word* (``tuning.spine_word``
         letters, digits or ``_`` as single fixed bytes, after the first element): ``R`` starts
         at the word, ``h`` is what comes before it. Inside a JSON object, ``h`` is a key's
         closing quote, the colon, the value, the comma and the next key's quote, and ``R`` the
@@ -442,23 +415,26 @@ class Constraint:
         ``h`` is the same term after every key whose value has the same type, so its walk over
         the hole is shared by all of them (a ``number`` value, a boolean, a string of the same
         bounds). A choice whose every option starts with a word (optional keys, an enum of
-        words) is a word too (``SPINE_CHOICES``). ``h`` must hold at least
-        ``SPINE_HEAD_ELEMENTS`` elements that need a byte and no greedy lexeme (whose end looks
+        words) is a word too (``tuning.spine_choices``). ``h`` must hold at least
+        ``tuning.spine_head_elements`` elements that need a byte and no greedy lexeme (whose end looks
         at ``R``'s first byte). None where there is no such word (remembered per top, and for
         each suffix of the top before the word, the tops a walk meets next)."""
         store = self._machines.store
         kind, a, b, nullable = store.kind, store.a, store.b, store.nullable
+        tuning = self.tuning
+        word, look, choices = tuning.spine_word, tuning.spine_look, tuning.spine_choices
+        least = tuning.spine_head_elements
         elements: list[int] = []
         tops: list[int] = []
         run = 0
         t = top
-        while kind[t] == SEQ_K and len(elements) < SPINE_LOOK:
+        while kind[t] == SEQ_K and len(elements) < look:
             e = a[t]
             mask = b[e]
             run = run + 1 if kind[e] == BYTES_K and mask & _WORD_BYTES and mask.bit_count() == 1 else 0  # type: ignore[operator,union-attr]
             elements.append(e)
             tops.append(t)
-            if run == SPINE_WORD or (SPINE_CHOICES and kind[e] == ALT_K and self._starts_with_word(e, SPINE_WORD)):
+            if run == word or (choices and kind[e] == ALT_K and self._starts_with_word(e, word)):
                 # a word, or a choice whose every option starts with one (the optional keys
                 # that may come next)
                 cut = len(elements) - max(run, 1)
@@ -470,7 +446,7 @@ class Constraint:
                 for i in range(cut - 1, -1, -1):
                     head = store.seq(elements[i], head)
                     needed += not nullable[elements[i]]
-                    ok = needed >= SPINE_HEAD_ELEMENTS and not store.flags[head] & HAS_POSS
+                    ok = needed >= least and not store.flags[head] & HAS_POSS
                     self._spine[tops[i]] = (head, rest) if ok else None
                 break
             t = b[t]  # type: ignore[assignment]
@@ -482,7 +458,7 @@ class Constraint:
         of digits) and the one byte class that ends it (the closing quote), before the rest
         ``R``. Inside a string the rest is the document after it, different for every set of
         keys still to come; the head is the same for every string of that kind, so its walk over
-        the hole (a frame holding ``R``) is shared by all of them (``LOOP_SPLIT``). None where
+        the hole (a frame holding ``R``) is shared by all of them (``EngineTuning.loop_split``). None where
         the top has another shape, or where the loop or its end holds a call or a greedy
         lexeme (remembered)."""
         found = self._loops.get(top, False)
@@ -490,7 +466,7 @@ class Constraint:
             found = None
             store = self._machines.store
             kind, a, b = store.kind, store.a, store.b
-            if LOOP_SPLIT and kind[top] == SEQ_K:
+            if self.tuning.loop_split and kind[top] == SEQ_K:
                 loop, after = a[top], b[top]
                 if (
                     kind[loop] == REPEAT_K
@@ -728,7 +704,10 @@ class Constraint:
 
     def _counted_base(self, cid: int) -> tuple[Bases, CountedHead, tuple[int, int, int, int]] | None:
         """If ``cid`` sits in a counted repetition (see counters.py): the sorted unbounded mask,
-        the repetition, and the key of its filtered mask (equal keys, equal masks)."""
+        the repetition, and the key of its filtered mask (equal keys, equal masks). None for
+        every configuration where ``tuning.counted_masks`` is off."""
+        if not self.tuning.counted_masks:
+            return None
         entry = self._counted.get(cid, False)
         if entry is False:
             entry = None
@@ -736,12 +715,12 @@ class Constraint:
             if len(stacks) == 1:
                 sid = stacks[0]
                 store, parent = self._machines.store, self._system.stack_parent[sid]
-                head = counted_head(store, self._system.stack_top[sid])
+                head = counted_head(store, self._system.stack_top[sid], tuning=self.tuning)
                 counts = None if head is None else self._unit_counts(head.unit, head.partial)
                 if head is not None and counts is not None:
                     base = self._system.config([self._system.stack(parent, self._unbounded(head))])
                     entry = (head, counts, base)
-                elif LAST_UNITS and self._sorted_repetitions:
+                elif self.tuning.last_units and self._sorted_repetitions:
                     head = last_unit_head(store, self._system.stack_top[sid])
                     if head is not None:
                         # looked up, not made: most ``x rest`` tops are no repetition's last unit
@@ -775,7 +754,7 @@ class Constraint:
                     walked = None  # the base's own walk, from the root (a relative one is not it)
             if sorted_base is None:
                 region, ids = walked if walked is not None else self._table.walk_parts(base, self._trie)
-                sorted_base = counted_base(ids, counts)
+                sorted_base = counted_base(ids, counts, small_base=self.tuning.small_base)
                 if region is not None:
                     sorted_base = (self._region_base(region, counts), sorted_base)
                 self._bases[(base, head.unit)] = sorted_base
@@ -802,7 +781,7 @@ class Constraint:
         split."""
         system = self._system
         stacks = system.configs[base]
-        if len(stacks) != 1 or not (SPINE_SPLIT and RELATIVE_WALKS):
+        if len(stacks) != 1 or not (self.tuning.spine_split and self.tuning.relative_walks):
             return None
         parent, top = system.stack_parent[stacks[0]], system.stack_top[stacks[0]]
         if parent >= 0:
@@ -822,7 +801,13 @@ class Constraint:
         lead nowhere, and a split before a word has many (``","#``). Remembered per (exits,
         bound) for the process (``shared_walks.exits_read_by``): the keys that start with the
         same letter share the filtered exits, in every constraint that shares the walk."""
-        return shared_walks.exits_read_by(exits, self._system.first_bytes_bound(cid))
+        tuning = self.tuning
+        return shared_walks.exits_read_by(
+            exits,
+            self._system.first_bytes_bound(cid),
+            small_exits=tuning.shared_small_exits,
+            max_picks=tuning.shared_max_exit_picks,
+        )
 
     def _region_base(self, region: LoopRegion, counts: UnitCounts) -> CountedBase:
         """The tokens of a loop region sorted by ``counts``, kept on the region: every counted
@@ -832,7 +817,9 @@ class Constraint:
         found = region.cached(key)
         if found is not None and found[0] is counts:  # type: ignore[index]
             return found[1]  # type: ignore[index,no-any-return]
-        base = counted_base(self._trie.sorted_ids[region.positions], counts, shared=True)
+        base = counted_base(
+            self._trie.sorted_ids[region.positions], counts, shared=True, small_base=self.tuning.small_base
+        )
         region.remember(key, (counts, base))
         return base
 
@@ -842,14 +829,14 @@ class Constraint:
         key = (unit, partial)
         if key not in self._units:
             if unit not in self._automata:
-                self._automata[unit] = unit_automaton(self._machines.store, unit)
+                self._automata[unit] = unit_automaton(self._machines.store, unit, tuning=self.tuning)
             auto = self._automata[unit]
             found = None
             if auto is not None:
                 # state 0 is the unit itself, not begun: only a unit boundary counts from there
                 start = 0 if partial is None else auto.states.get(partial, 0)
                 if partial is None or start > 0:
-                    found = count_units(auto.table, self._trie, start)
+                    found = count_units(auto.table, self._trie, start, tuning=self.tuning)
             self._units[key] = found
         return self._units[key]
 
@@ -881,9 +868,10 @@ class Constraint:
         """The configuration after ``data`` from ``cid``; a configuration's fixed bytes
         (``ConfigSystem.literal_run``) are read at once, without one configuration per byte."""
         table, system = self._table, self._system
+        literal_commits = self.tuning.literal_commits
         target, i = cid, 0
         while i < len(data):
-            run = system.literal_run(target) if LITERAL_COMMITS else None
+            run = system.literal_run(target) if literal_commits else None
             if run is None:
                 target = table.step(target, data[i])
                 if target == DEAD:
@@ -937,6 +925,50 @@ class Constraint:
 
     # -- saving ---------------------------------------------------------------------------------
 
+    @property
+    def machines(self) -> Machines:
+        """The grammar as machines (its term store holds every term made so far)."""
+        return self._machines
+
+    @property
+    def system(self) -> ConfigSystem:
+        """The configuration system: stacks and configurations interned so far."""
+        return self._system
+
+    @property
+    def mask_words_per_row(self) -> int:
+        """Packed int32 words in one mask of this vocabulary."""
+        return self._words
+
+    def snapshot(self) -> ConstraintSnapshot:
+        """What a save holds, taken at one moment: every computation that grows these tables
+        holds the lock, so nothing changes while their sizes are read and the table (written in
+        place) and the mask cache are copied (a table row copied after a configuration was
+        added would name one the sizes do not hold). Terms, stacks and configurations are only
+        ever appended: a saver encodes them after the lock is released, up to these sizes."""
+        store, system = self._machines.store, self._system
+        with self._lock:
+            # the least of the term lists' lengths: a term is appended to each in turn
+            n_terms = min(len(store.kind), len(store.a), len(store.b), len(store.nullable), len(store.flags))
+            n_stacks = min(len(system.stack_parent), len(system.stack_top))
+            n_configs = len(system.configs)
+            rows = np.array(self._table.rows[: min(n_configs, self._table.rows.shape[0])], dtype="<i4")
+            masks = sorted(self._masks.items())
+        return ConstraintSnapshot(n_terms, n_stacks, n_configs, rows, masks)
+
+    def restore(self, rows: np.ndarray, masks: Iterable[tuple[int, np.ndarray]]) -> None:
+        """Take a saved transition table (its first rows) and saved masks (the first
+        ``limits.max_cached_masks`` of them: the bound holds from the start), both checked by
+        the caller against this constraint's configurations; LimitError past
+        ``limits.max_memory_bytes``."""
+        with self._lock:
+            self._table.restore_rows(rows)
+            for cid, row in itertools.islice(masks, self.limits.max_cached_masks):
+                w = np.array(row, dtype=np.int32)
+                w.flags.writeable = False
+                self._masks[cid] = w
+            self._check_memory()
+
     def save(self, *, key: bytes | None = None) -> bytes:
         """A versioned, pickle-free blob of this constraint and everything computed so far.
 
@@ -956,13 +988,16 @@ class Constraint:
         *,
         limits: EngineLimits = DEFAULT_ENGINE_LIMITS,
         key: bytes | None = None,
+        tuning: EngineTuning = DEFAULT_ENGINE_TUNING,
     ) -> Constraint:
         """A constraint saved with :meth:`save`, under the caller's ``limits`` (the blob's own
-        are not read). Raises VocabError for another vocabulary, ConstraintError for a blob that
-        is malformed or fails its digest, LimitError for one past ``limits``."""
+        are not read) and ``tuning`` (not saved: masks are the same under every tuning). Raises
+        VocabError for another vocabulary, ConstraintError for a blob that is malformed or fails
+        its digest, LimitError for one past ``limits``."""
         from .artifact import load_constraint
 
-        return load_constraint(blob, vocab, limits=limits, key=key)
+        check_tuning(tuning)
+        return load_constraint(blob, vocab, limits=limits, key=key, tuning=tuning)
 
     # -- statistics -----------------------------------------------------------------------------
 
@@ -1000,7 +1035,25 @@ class Constraint:
             "stacks": len(self._system.stack_top),
             "masks": len(self._masks),
             "transitions_computed": self._table.filled,
+            # how often the walks' mechanisms were used (tests count them instead of patching)
+            "inner_choices": self._table.inner_choices,
+            "entered_by_choice": self._table.entered_by_choice,
+            "entered_literal": self._table.entered_literal,
+            "splices": self._table.splices,
+            "shared_walk_hits": self.shared_walk_hits,
         }
+
+
+class ConstraintSnapshot(NamedTuple):
+    """A constraint's tables at one moment (:meth:`Constraint.snapshot`)."""
+
+    n_terms: int
+    n_stacks: int
+    n_configs: int
+    #: the transition table's rows of those configurations (little-endian int32)
+    rows: np.ndarray
+    #: cached masks as (configuration, packed words), by configuration
+    masks: list[tuple[int, np.ndarray]]
 
 
 class State:
@@ -1202,6 +1255,13 @@ class State:
                 break
             tokens.pop()
         return tokens
+
+
+def check_tuning(tuning: object) -> None:
+    """Refuse a ``tuning`` that is not an :class:`EngineTuning` (its fields are checked when it
+    is built)."""
+    if not isinstance(tuning, EngineTuning):
+        raise ConstraintError(f"tuning must be an EngineTuning, not {type(tuning).__name__}")
 
 
 def _or_big(v: int | None) -> int:

@@ -37,8 +37,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .. import caches
 from .configs import ConfigSystem
 from .terms import ALT_K, AND_K, BYTES_K, DIFF_K, HAS_COUNT, LAZY_K, POSS_K, REPEAT_K, SEQ_K, TermStore
+from .tuning import DEFAULT_ENGINE_TUNING, EngineTuning
 
 if TYPE_CHECKING:
     from ..vocab import Vocab
@@ -85,6 +87,27 @@ _memory: dict[str, ByteLimits] = {}
 _lock = threading.Lock()
 
 
+def _limits_bytes() -> int:
+    with _lock:
+        held = list(_memory.values())
+    # the token ends (int64 per token) and the bytes found; the buffer is the vocabulary's own
+    return sum(int(b._ends.nbytes) + 100 * len(b._known) for b in held)
+
+
+def _clear_limits() -> None:
+    with _lock:
+        _memory.clear()
+
+
+caches.register(
+    "engine.byte_limits",
+    entries=lambda: len(_memory),
+    nbytes=_limits_bytes,
+    clear=_clear_limits,
+    estimate="per vocabulary its token ends and the counts found (its bytes are the vocabulary's)",
+)
+
+
 def byte_limits_for(vocab: Vocab) -> ByteLimits:
     """The :class:`ByteLimits` of ``vocab`` (one per vocabulary fingerprint in this process)."""
     fp = vocab.fingerprint
@@ -95,8 +118,7 @@ def byte_limits_for(vocab: Vocab) -> ByteLimits:
         return found
 
 
-#: Required bytes probed per unit or frame; bytes tried first.
-PROBES = 2
+#: bytes probed first (``EngineTuning.clamp_probes`` says how many)
 _PREFERRED = b'{}[]",:'
 #: :meth:`CountClamp._punctuation_counts` of a term with none, and of each single byte of them
 _NO_PUNCTUATION = (0,) * len(_PREFERRED)
@@ -107,12 +129,20 @@ class CountClamp:
     """Per constraint: the clamped twin of each configuration (see the module docstring)."""
 
     def __init__(
-        self, system: ConfigSystem, byte_limit: Callable[[], Callable[[int], int]], *, keep_lengths: bool = False
+        self,
+        system: ConfigSystem,
+        byte_limit: Callable[[], Callable[[int], int]],
+        *,
+        keep_lengths: bool = False,
+        tuning: EngineTuning = DEFAULT_ENGINE_TUNING,
     ) -> None:
         """``keep_lengths``: twins with the same shortest completions, for the budget's figures:
         only upper counts are clamped (a shortest completion uses ``lo`` units) and no frame is
-        dropped (a completion closes every frame)."""
+        dropped (a completion closes every frame). With ``tuning.count_twins`` off every
+        configuration is its own twin."""
         self.keep_lengths = keep_lengths
+        self._probe_count = tuning.clamp_probes
+        self._twins = tuning.count_twins
         self.system = system
         self.s: TermStore = system.store
         self._load_limit = byte_limit  # the vocabulary's counts, looked up when first needed
@@ -136,10 +166,11 @@ class CountClamp:
         return self._limit(byte)
 
     def _probes(self, required: int) -> list[int]:
-        """At most :data:`PROBES` of the ``required`` bytes whose limits to use: JSON's
+        """At most ``tuning.clamp_probes`` of the ``required`` bytes whose limits to use: JSON's
         punctuation first (few copies per token, and shared by most units), then the lowest."""
-        out = [b for b in _PREFERRED if required >> b & 1][:PROBES]
-        while required and len(out) < PROBES:
+        most = self._probe_count
+        out = [b for b in _PREFERRED if required >> b & 1][:most]
+        while required and len(out) < most:
             low = required & -required
             b = low.bit_length() - 1
             if b not in out:
@@ -343,6 +374,8 @@ class CountClamp:
         """The configuration whose mask equals ``cid``'s, with large counts clamped."""
         found = self._config.get(cid)
         if found is None:
+            if not self._twins:
+                return cid
             system = self.system
             stacks = system.configs[cid]
             if len(stacks) == 1:

@@ -31,13 +31,12 @@ from functools import cached_property
 
 import numpy as np
 
+from .. import caches
 from .arrays import mask_to_bools, ranges, stable_order, unique
 from .masks import LITTLE_ENDIAN, SPARSE_PACK, pack_ids
 from .terms import AND_K, BYTES_K, HAS_POSS, HAS_SETOP, HAS_SYM, NOTHING, REPEAT_K, SEQ_K, TermStore, refine
 from .token_trie import TokenTrie
-
-#: Largest unit automaton this optimisation handles; bigger units use the ordinary walk.
-MAX_UNIT_STATES = 512
+from .tuning import DEFAULT_ENGINE_TUNING, EngineTuning
 
 
 @dataclass(frozen=True)
@@ -62,14 +61,9 @@ class CountedHead:
         return top if self.partial is None else store.seq(self.partial, top)
 
 
-#: The most sequence parts a begun unit may show before its repetition (``\\u`` then four hex
-#: digits is five); longer prefixes are not looked for.
-MAX_PARTIAL_PARTS = 8
-
-
-def counted_head(store: TermStore, top: int) -> CountedHead | None:
-    """Recognise a counted repetition at the head of ``top`` (or right after a begun unit) that
-    this module can handle."""
+def counted_head(store: TermStore, top: int, *, tuning: EngineTuning = DEFAULT_ENGINE_TUNING) -> CountedHead | None:
+    """Recognise a counted repetition at the head of ``top`` (or right after a begun unit of at
+    most ``tuning.max_partial_parts`` parts) that this module can handle."""
     top = store.force(top)
     found = _head_at(store, *_split(store, top))
     if found is not None or store.kind[top] != SEQ_K:
@@ -79,7 +73,7 @@ def counted_head(store: TermStore, top: int) -> CountedHead | None:
     # reaches it, not before.
     parts: list[int] = []
     t = top
-    while store.kind[t] == SEQ_K and len(parts) < MAX_PARTIAL_PARTS:
+    while store.kind[t] == SEQ_K and len(parts) < tuning.max_partial_parts:
         parts.append(store.a[t])
         t = store.b[t]  # type: ignore[assignment]
         head, rest = (store.a[t], store.b[t]) if store.kind[t] == SEQ_K else (t, 1)
@@ -223,9 +217,9 @@ class UnitAutomaton:
     states: dict[int, int]
 
 
-def unit_automaton(store: TermStore, x: int) -> UnitAutomaton | None:
+def unit_automaton(store: TermStore, x: int, *, tuning: EngineTuning = DEFAULT_ENGINE_TUNING) -> UnitAutomaton | None:
     """The automaton of ``x*`` (see :class:`UnitAutomaton`); None if ``x`` is not prefix-free or
-    too large."""
+    has more than ``tuning.max_unit_states`` states."""
     index = {x: 0}
     order = [x]
     rows: list[np.ndarray] = []
@@ -247,7 +241,7 @@ def unit_automaton(store: TermStore, x: int) -> UnitAutomaton | None:
                 target = 256  # unit complete: back to the boundary
             else:
                 if d not in index:
-                    if len(order) >= MAX_UNIT_STATES:
+                    if len(order) >= tuning.max_unit_states:
                         return None
                     index[d] = len(order)
                     order.append(d)
@@ -262,36 +256,61 @@ def unit_automaton(store: TermStore, x: int) -> UnitAutomaton | None:
 #: of one shape) recurs across schemas, and its counts depend only on the automaton and the
 #: vocabulary (15-20 ms per walk on Llama 3).
 _COUNTS_MEMO: dict[tuple[int, bytes], tuple[TokenTrie, UnitCounts]] = {}
-_COUNTS_MEMO_MAX = 64
 _counts_lock = threading.Lock()
 
 
-def count_units(table: np.ndarray, trie: TokenTrie, start: int = 0) -> UnitCounts:
+def _counts_bytes(counts: UnitCounts) -> int:
+    """Bytes of one memo entry: its two count arrays and the two orders sorted from them on first
+    use (counted up front: they are made after the entry is kept)."""
+    return 2 * (counts.stay.nbytes + counts.leave.nbytes)
+
+
+def _memo_bytes() -> int:
+    with _counts_lock:
+        return sum(_counts_bytes(c) for _, c in _COUNTS_MEMO.values())
+
+
+def _clear_memo() -> None:
+    with _counts_lock:
+        _COUNTS_MEMO.clear()
+
+
+caches.register(
+    "engine.unit_counts",
+    entries=lambda: len(_COUNTS_MEMO),
+    nbytes=_memo_bytes,
+    clear=_clear_memo,
+    estimate="per entry its count arrays and their sorted orders (int32 per token of the vocabulary)",
+)
+
+
+def count_units(
+    table: np.ndarray, trie: TokenTrie, start: int = 0, *, tuning: EngineTuning = DEFAULT_ENGINE_TUNING
+) -> UnitCounts:
     """Walk every token through the unit automaton ``table`` (see :func:`unit_automaton`) from
     state ``start``; remembered per (vocabulary trie, automaton, start) in this process.
 
     From a begun unit (``start > 0``) the counts are of the units after it: finishing the begun
-    one is free, and a token that ends inside it uses none."""
+    one is free, and a token that ends inside it uses none. The counts are the same under every
+    tuning (``tuning.splice_begun`` decides how they are found)."""
     shape = bytes(f"{table.shape}/{start}", "ascii")
     key = (id(trie), np.ascontiguousarray(table, dtype=np.int64).tobytes() + shape)
     with _counts_lock:
         found = _COUNTS_MEMO.get(key)
         if found is not None and found[0] is trie:
             return found[1]
-    if start and SPLICE_BEGUN:
-        counts = _count_units(table, trie, start, count_units(table, trie, 0))
+    if start and tuning.splice_begun:
+        counts = _count_units(table, trie, start, count_units(table, trie, 0, tuning=tuning))
     else:
         counts = _count_units(table, trie, start)
     with _counts_lock:
-        if len(_COUNTS_MEMO) >= _COUNTS_MEMO_MAX:
-            _COUNTS_MEMO.pop(next(iter(_COUNTS_MEMO)))
-        _COUNTS_MEMO[key] = (trie, counts)
+        size, budget = _counts_bytes(counts), tuning.max_unit_counts_bytes
+        if size <= budget:  # first in, first out, within the count and the bytes
+            held = sum(_counts_bytes(c) for _, c in _COUNTS_MEMO.values()) + size
+            while _COUNTS_MEMO and (len(_COUNTS_MEMO) >= tuning.max_unit_counts or held > budget):
+                held -= _counts_bytes(_COUNTS_MEMO.pop(next(iter(_COUNTS_MEMO)))[1])
+            _COUNTS_MEMO[key] = (trie, counts)
     return counts
-
-
-#: Counts from a begun unit reuse the counts from a unit boundary below the node where the begun
-#: unit completes (see :func:`_count_units`); False walks every token from the begun state.
-SPLICE_BEGUN = True
 
 
 def _count_units(table: np.ndarray, trie: TokenTrie, start: int, root: UnitCounts | None = None) -> UnitCounts:
@@ -437,23 +456,19 @@ class CountedBase:
         return max(int(self.stay_units[-1]), int(self.leave_units[-1]), 0)
 
 
-#: Up to this many ids, :func:`counted_base` sorts them instead of selecting them from the
-#: vocabulary's order (two passes over every token id).
-SMALL_BASE = 8192
-#: Filtered masks kept per shared base (one per distinct clamped count bounds met).
-MAX_BOUNDED_WORDS = 256
-#: Packed slices kept per base (see ``CountedBase.slice_words``).
-MAX_SLICE_WORDS = 16
-
 #: What the filters take: one sorted mask, or the sorted parts of one mask.
 Bases = CountedBase | tuple[CountedBase, ...]
 
 
-def counted_base(ids: np.ndarray, counts: UnitCounts, *, shared: bool = False) -> CountedBase:
+def counted_base(
+    ids: np.ndarray, counts: UnitCounts, *, shared: bool = False, small_base: int = DEFAULT_ENGINE_TUNING.small_base
+) -> CountedBase:
     """Sort the unbounded mask ``ids`` by their unit counts (once per base configuration, or
-    once per loop region with ``shared``: its filtered masks are then kept too)."""
+    once per loop region with ``shared``: its filtered masks are then kept too). Up to
+    ``small_base`` ids (``EngineTuning.small_base``) are sorted, more selected from the
+    vocabulary's order; both give the same base."""
     ids = ids[ids < counts.stay.size]
-    if ids.size <= SMALL_BASE:
+    if ids.size <= small_base:
         # a few ids (what a walk found beyond its loop region): sort them, not the vocabulary
         ids = unique(ids)
         stay_ids = ids[stable_order(counts.stay[ids])]
@@ -497,7 +512,14 @@ def filter_ids(bases: Bases, head: CountedHead) -> np.ndarray:
     return np.concatenate(out)
 
 
-def filter_words(bases: Bases, head: CountedHead, width: int, bounds: tuple[int, int] | None = None) -> np.ndarray:
+def filter_words(
+    bases: Bases,
+    head: CountedHead,
+    width: int,
+    bounds: tuple[int, int] | None = None,
+    *,
+    tuning: EngineTuning = DEFAULT_ENGINE_TUNING,
+) -> np.ndarray:
     """The packed mask of :func:`filter_ids`, without packing a near-full mask id by id: where
     a count keeps most of the unbounded mask (inside a long string, all but the few tokens
     longer than the units left), it is the packed mask of every id that can stay (or leave)
@@ -506,13 +528,13 @@ def filter_words(bases: Bases, head: CountedHead, width: int, bounds: tuple[int,
     lo, big = filter_bounds(bases, head) if bounds is None else bounds
     out: np.ndarray | None = None
     for base in _parts(bases):
-        words = _base_words(base, lo, big, width)
+        words = _base_words(base, lo, big, width, tuning)
         out = words if out is None else np.bitwise_or(out, words)
     assert out is not None
     return out
 
 
-def _base_words(base: CountedBase, lo: int, big: int, width: int) -> np.ndarray:
+def _base_words(base: CountedBase, lo: int, big: int, width: int, tuning: EngineTuning) -> np.ndarray:
     """One base's part of :func:`filter_words` (kept per bounds where the base is shared)."""
     key = (lo, big, width)
     memo = base.bounded_words
@@ -530,25 +552,28 @@ def _base_words(base: CountedBase, lo: int, big: int, width: int) -> np.ndarray:
         words = pack_ids(np.concatenate([base.stay_ids[sa:sb], base.leave_ids[la:lb]]), width)
     else:
         words = np.bitwise_or(
-            _part_words(base, "stay", base.stay_ids, base.stay_first, sa, sb, s_out, width),
-            _part_words(base, "leave", base.leave_ids, base.leave_first, la, lb, l_out, width),
+            _part_words(base, "stay", base.stay_ids, base.stay_first, sa, sb, s_out, width, tuning),
+            _part_words(base, "leave", base.leave_ids, base.leave_first, la, lb, l_out, width, tuning),
         )
     if memo is not None:
         words.flags.writeable = False
         with _counts_lock:
-            if len(memo) >= MAX_BOUNDED_WORDS:
+            if len(memo) >= tuning.max_bounded_words:
                 memo.pop(next(iter(memo)), None)
             memo[key] = words
     return words
 
 
-#: Up to this many ids are cleared from a near-full mask in Python (bytes of a copy), more with
-#: one ``np.bitwise_and.at`` (4-6 µs however few).
-TINY_CLEAR = 32
-
-
 def _part_words(
-    base: CountedBase, part: str, ids: np.ndarray, first: int, a: int, b: int, outside: int, width: int
+    base: CountedBase,
+    part: str,
+    ids: np.ndarray,
+    first: int,
+    a: int,
+    b: int,
+    outside: int,
+    width: int,
+    tuning: EngineTuning,
 ) -> np.ndarray:
     """Packed ``ids[a:b]`` (unit counts ascending from ``first``, the first count >= 0, with
     ``first <= a``); ``outside`` ids of the part lie outside ``[a, b)``."""
@@ -558,7 +583,7 @@ def _part_words(
         if found is None:
             found = pack_ids(ids[a:b], width)
             with _counts_lock:
-                if len(base.slice_words) >= MAX_SLICE_WORDS:
+                if len(base.slice_words) >= tuning.max_slice_words:
                     base.slice_words.pop(next(iter(base.slice_words)), None)
                 base.slice_words[key] = found
         return found  # only ever or-ed into a new mask: shared as it is
@@ -568,7 +593,7 @@ def _part_words(
     if not outside:
         return full.copy()
     out = np.concatenate([ids[first:a], ids[b:]])
-    if outside <= TINY_CLEAR and LITTLE_ENDIAN:
+    if outside <= tuning.tiny_clear and LITTLE_ENDIAN:
         buf = bytearray(memoryview(np.ascontiguousarray(full)).cast("B"))
         for i in out.tolist():
             buf[i >> 3] &= ~(1 << (i & 7)) & 0xFF

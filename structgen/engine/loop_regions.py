@@ -26,13 +26,8 @@ from .arrays import mask_to_bools, ranges, unique
 from .masks import pack_ids
 from .terms import FULL_MASK
 from .token_trie import TokenTrie
+from .tuning import DEFAULT_ENGINE_TUNING, EngineTuning
 
-#: Regions kept per vocabulary (one per distinct loop byte set met; each a few MB at most).
-MAX_REGIONS = 64
-#: Trimmed copies kept per region (one per set of root bytes that leave the loop elsewhere).
-MAX_TRIMMED = 16
-#: Derived values kept per region (packed masks, counted-mask bases).
-MAX_DERIVED = 32
 _lock = threading.Lock()
 #: Slack of a token accepted in bulk under a multi-byte-character loop: it may end up to 3 bytes
 #: short of the loop configuration it is reported with (made exact per token by the walk, from
@@ -57,6 +52,10 @@ class LoopRegion:
     trimmed: dict[int, LoopRegion] = field(default_factory=dict, compare=False, repr=False)
     #: what masks built on this region reuse, computed once (:meth:`words`, :meth:`cached`)
     derived: dict[object, object] = field(default_factory=dict, compare=False, repr=False)
+    #: the most trimmed copies and derived values kept (``EngineTuning.region_max_trimmed``,
+    #: ``region_max_derived`` of the constraint whose walk built the region)
+    max_trimmed: int = field(default=DEFAULT_ENGINE_TUNING.region_max_trimmed, compare=False, repr=False)
+    max_derived: int = field(default=DEFAULT_ENGINE_TUNING.region_max_derived, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         for k, (_, byts) in self.exits.items():
@@ -80,7 +79,7 @@ class LoopRegion:
 
     def remember(self, key: object, value: object) -> None:
         with _lock:
-            if len(self.derived) >= MAX_DERIVED:
+            if len(self.derived) >= self.max_derived:
                 self.derived.pop(next(iter(self.derived)), None)
             self.derived[key] = value
 
@@ -93,7 +92,7 @@ class LoopRegion:
         if found is None:
             found = self._without_children(trie, differ)
             with _lock:
-                if len(self.trimmed) >= MAX_TRIMMED:
+                if len(self.trimmed) >= self.max_trimmed:
                     self.trimmed.pop(next(iter(self.trimmed)), None)
                 self.trimmed[differ] = found
         return found
@@ -123,7 +122,9 @@ class LoopRegion:
         nodes0 = np.concatenate([level0[0][ok0], drop.astype(level0[0].dtype)])
         order = np.argsort(nodes0, kind="stable")
         exits[0] = (nodes0[order], np.concatenate([level0[1][ok0], root_bytes[drop].astype(level0[1].dtype)])[order])
-        return LoopRegion(positions, slack, exits, exit_bytes)
+        return LoopRegion(
+            positions, slack, exits, exit_bytes, max_trimmed=self.max_trimmed, max_derived=self.max_derived
+        )
 
     def exits_by_run(self, trie: TokenTrie) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Every exit below the root ordered by the first position of its subtree in
@@ -183,24 +184,26 @@ def _cache_on(trie: TokenTrie, name: str) -> dict:  # type: ignore[type-arg]
     return cache  # type: ignore[no-any-return]
 
 
-def loop_region(trie: TokenTrie, loops: int, utf8: bool, chars: bool = False) -> LoopRegion:
+def loop_region(
+    trie: TokenTrie, loops: int, utf8: bool, chars: bool = False, *, tuning: EngineTuning = DEFAULT_ENGINE_TUNING
+) -> LoopRegion:
     """The region of ``loops`` (a 256-bit set of the bytes that loop) in ``trie``, cached on it.
 
     ``chars`` (with ``utf8``: every multi-byte character loops, its prefixes live): the region
     goes on through whole multi-byte characters too, so the walk has no exits at lead bytes.
     Tokens that end inside a character are accepted with the loop configuration reported as
     their end and a slack of :data:`MULTIBYTE_SLACK`, which the walk makes the bytes the
-    character lacks."""
+    character lacks. At most ``tuning.max_loop_regions`` are kept per trie (first in, first out)."""
     cache: dict[tuple[int, bool, bool], LoopRegion] = _cache_on(trie, "_loop_regions")
     chars = chars and utf8
     key = (loops, utf8, chars)
     region = cache.get(key)
     if region is None:
-        region = build_loop_region(trie, loops, utf8, chars=chars)
+        region = build_loop_region(trie, loops, utf8, chars=chars, tuning=tuning)
         if region is None:  # a token goes on inside a character with a byte none continues with
-            region = loop_region(trie, loops, utf8)
+            region = loop_region(trie, loops, utf8, tuning=tuning)
         with _lock:
-            if len(cache) >= MAX_REGIONS:
+            if len(cache) >= tuning.max_loop_regions:
                 cache.pop(next(iter(cache)))
             cache[key] = region
     return region
@@ -238,7 +241,9 @@ def _utf8_steps() -> np.ndarray:
 _UTF8_STEPS = _utf8_steps()
 
 
-def build_loop_region(trie: TokenTrie, loops: int, utf8: bool, *, chars: bool = False) -> LoopRegion | None:
+def build_loop_region(
+    trie: TokenTrie, loops: int, utf8: bool, *, chars: bool = False, tuning: EngineTuning = DEFAULT_ENGINE_TUNING
+) -> LoopRegion | None:
     """Walk the nodes reachable from the root by looping bytes, with the walk's bulk rules: a
     node whose subtree holds only looping bytes is accepted whole, as is one whose subtree holds
     looping ASCII bytes and well-formed UTF-8 when ``utf8`` (every multi-byte character loops).
@@ -301,14 +306,16 @@ def build_loop_region(trie: TokenTrie, loops: int, utf8: bool, *, chars: bool = 
     positions = np.concatenate(runs) if runs else np.zeros(0, dtype=np.int64)
     slack = np.concatenate(slacks) if slacks else np.zeros(0, dtype=np.int32)
     order = np.argsort(positions)
-    return LoopRegion(positions[order], slack[order], exits)
+    return LoopRegion(
+        positions[order],
+        slack[order],
+        exits,
+        max_trimmed=tuning.region_max_trimmed,
+        max_derived=tuning.region_max_derived,
+    )
 
 
-#: Run regions kept per vocabulary (one per trie node and run shape met: each a few arrays).
-MAX_RUN_REGIONS = 4096
 _Exits = dict[int, tuple[np.ndarray, np.ndarray]]
-#: exit subsets kept per run region (one per set of bytes read after the run)
-MAX_WITHIN = 16
 
 
 @dataclass(frozen=True)
@@ -326,6 +333,8 @@ class RunRegion:
     exit_bytes: dict[int, int] = field(default_factory=dict, compare=False, repr=False)
     #: exits_within's answers, per mask of bytes
     _within: dict[int, _Exits] = field(default_factory=dict, compare=False, repr=False)
+    #: the most of them kept (``EngineTuning.run_max_within``)
+    max_within: int = field(default=DEFAULT_ENGINE_TUNING.run_max_within, compare=False, repr=False)
 
     def exits_within(self, live: int) -> _Exits:
         """The exits whose byte is in ``live`` (a 256-bit mask): the others are dead from any
@@ -349,15 +358,24 @@ class RunRegion:
                     nodes, byts = nodes[inside], byts[inside]
                 found[level] = (nodes, byts)
             with _lock:
-                if len(self._within) >= MAX_WITHIN:
+                if len(self._within) >= self.max_within:
                     self._within.pop(next(iter(self._within)))
                 self._within[live] = found
         return found
 
 
-def run_region(trie: TokenTrie, level: int, node: int, unit: int, most: int | None) -> RunRegion:
+def run_region(
+    trie: TokenTrie,
+    level: int,
+    node: int,
+    unit: int,
+    most: int | None,
+    *,
+    tuning: EngineTuning = DEFAULT_ENGINE_TUNING,
+) -> RunRegion:
     """The :class:`RunRegion` below ``node`` (at ``level``) of runs of the bytes in ``unit``
-    (a 256-bit set) of at most ``most`` bytes (None: any length), cached on the trie."""
+    (a 256-bit set) of at most ``most`` bytes (None: any length), cached on the trie (at most
+    ``tuning.max_run_regions``, first in, first out)."""
     cache: dict[tuple[int, int, int, int | None], RunRegion] = _cache_on(trie, "_run_regions")
     key = (level, node, unit, most)
     found = cache.get(key)
@@ -390,9 +408,9 @@ def run_region(trie: TokenTrie, level: int, node: int, unit: int, most: int | No
         if ends.any():
             runs.append(ranges(trie.tok_start[k][frontier[ends]], tc[ends]))
     positions = np.concatenate(runs) if runs else np.zeros(0, dtype=np.int64)
-    found = RunRegion(positions, exits, exit_bytes)
+    found = RunRegion(positions, exits, exit_bytes, max_within=tuning.run_max_within)
     with _lock:
-        if len(cache) >= MAX_RUN_REGIONS:
+        if len(cache) >= tuning.max_run_regions:
             cache.pop(next(iter(cache)))
         cache[key] = found
     return found

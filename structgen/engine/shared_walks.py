@@ -14,8 +14,9 @@ Terms that hold a call of a rule, a token atom or a greedy lexeme get no structu
 read depends on the grammar around them. A lazy rule in a top is built to find its structure.
 Two different structures with one language simply miss each other.
 
-Memory is bounded: :data:`MAX_WALKS` walks (a packed mask each: 16 KB on Llama 3) and
-:data:`MAX_STRUCTURES` structural ids; past the second, both tables start again empty (a new
+Memory is bounded (``EngineTuning.shared_max_walks``, ``shared_max_structures``, as the
+constraint that adds an entry says): walks (a packed mask each: 16 KB on Llama 3) and structural
+ids; past the second, both tables start again empty (a new
 generation, which every :class:`TermKeys` notices and forgets its ids; ids are never given twice,
 so one kept from before names its one structure still).
 """
@@ -26,22 +27,11 @@ import threading
 
 import numpy as np
 
+from .. import caches
 from .arrays import mask_to_bools
 from .terms import ALT_K, BYTES_K, EMPTY_K, HAS_POSS, HAS_SYM, LAZY_K, NOTHING_K, REPEAT_K, TermStore
 from .token_trie import TokenTrie
-
-#: Whether relative walks are shared across constraints; tests switch it off to compare.
-SHARED_WALKS = True
-#: Walks kept for the process (first in, first out).
-MAX_WALKS = 256
-#: Structural ids kept for the process before starting a new generation.
-MAX_STRUCTURES = 200_000
-#: Terms new to a store that one structural id may take; a larger top gets none.
-MAX_NODES = 64
-#: Up to this many exits, a walk's exits are indexed by byte and picked in Python.
-SMALL_EXITS = 512
-#: Filtered exits kept for the process, per (exits, first-byte bound).
-MAX_EXIT_PICKS = 4096
+from .tuning import DEFAULT_ENGINE_TUNING
 
 Exits = dict[int, tuple[np.ndarray, np.ndarray]]
 
@@ -61,21 +51,32 @@ _next_id = 0
 class TermKeys:
     """Structural ids of one term store's terms (see the module docstring), remembered."""
 
-    def __init__(self, store: TermStore) -> None:
+    def __init__(
+        self,
+        store: TermStore,
+        *,
+        max_nodes: int = DEFAULT_ENGINE_TUNING.shared_max_nodes,
+        max_structures: int = DEFAULT_ENGINE_TUNING.shared_max_structures,
+    ) -> None:
+        """``max_nodes``, ``max_structures``: ``EngineTuning.shared_max_nodes`` and
+        ``shared_max_structures``."""
         self.store = store
+        self.max_nodes = max_nodes
+        self.max_structures = max_structures
         self._ids: dict[int, int | None] = {}
         self._generation = _generation
+        self.new_terms = 0  # terms whose structure was looked at (a test measure)
 
     def of(self, t: int) -> int | None:
         """The structural id of term ``t``; None where it has none, or where more than
-        :data:`MAX_NODES` terms of it are new to this store (a large top, unlikely to recur)."""
+        ``max_nodes`` terms of it are new to this store (a large top, unlikely to recur)."""
         if self._generation != _generation:
             self._ids.clear()
             self._generation = _generation
         found = self._ids.get(t, -1)
         if found != -1:
             return found
-        self._budget = MAX_NODES
+        self._budget = self.max_nodes
         try:
             with _lock:
                 return self._id(t, set())
@@ -100,6 +101,7 @@ class TermKeys:
         return r
 
     def _id_of_new(self, u: int, busy: set[int]) -> int | None:
+        self.new_terms += 1
         store = self.store
         k = store.kind[u]
         r: int | None = None
@@ -112,20 +114,20 @@ class TermKeys:
             r = self._id(store.force(u), busy)
             busy.discard(u)
         elif k in (NOTHING_K, EMPTY_K, BYTES_K):
-            r = _intern((k, store.b[u] if k == BYTES_K else None))
+            r = _intern((k, store.b[u] if k == BYTES_K else None), self.max_structures)
         elif k == ALT_K:
             parts = [self._id(v, busy) for v in store.b[u]]  # type: ignore[attr-defined]
             if None not in parts:
-                r = _intern((k, tuple(sorted(parts))))  # type: ignore[type-var]
+                r = _intern((k, tuple(sorted(parts))), self.max_structures)  # type: ignore[type-var]
         elif k == REPEAT_K:
             x = self._id(store.a[u], busy)
             if x is not None:
-                r = _intern((k, x, store.b[u]))
+                r = _intern((k, x, store.b[u]), self.max_structures)
         else:  # a sequence or a set operation
             x = self._id(store.a[u], busy)
             y = None if x is None else self._id(store.b[u], busy)  # type: ignore[arg-type]
             if y is not None:
-                r = _intern((k, x, y))
+                r = _intern((k, x, y), self.max_structures)
         return r
 
 
@@ -133,12 +135,13 @@ class _TooLarge(Exception):
     pass
 
 
-def _intern(key: tuple[object, ...]) -> int:
-    """The structural id of ``key`` (kind and the parts' ids; the caller holds the lock)."""
+def _intern(key: tuple[object, ...], max_structures: int) -> int:
+    """The structural id of ``key`` (kind and the parts' ids; the caller holds the lock); past
+    ``max_structures`` ids, the tables start a new generation."""
     global _next_id
     found = _structures.get(key)
     if found is None:
-        if len(_structures) >= MAX_STRUCTURES:
+        if len(_structures) >= max_structures:
             _new_generation()
         found = _structures[key] = _next_id
         _next_id += 1
@@ -163,33 +166,48 @@ def lookup(trie: TokenTrie, width: int, structure: int) -> tuple[np.ndarray, Exi
     return found[1], found[2]
 
 
-def remember(trie: TokenTrie, width: int, structure: int, words: np.ndarray, exits: Exits) -> None:
-    """Keep a walk's packed mask (read-only) and exits for the other constraints."""
+def remember(
+    trie: TokenTrie,
+    width: int,
+    structure: int,
+    words: np.ndarray,
+    exits: Exits,
+    *,
+    max_walks: int = DEFAULT_ENGINE_TUNING.shared_max_walks,
+) -> None:
+    """Keep a walk's packed mask (read-only) and exits for the other constraints (at most
+    ``max_walks``, first in, first out)."""
     with _lock:
-        if len(_walks) >= MAX_WALKS:
+        if len(_walks) >= max_walks:
             _walks.pop(next(iter(_walks)))
         _walks[(id(trie), width, structure)] = (trie, words, exits)
 
 
-def exits_read_by(exits: Exits, bound: int) -> Exits:
+def exits_read_by(
+    exits: Exits,
+    bound: int,
+    *,
+    small_exits: int = DEFAULT_ENGINE_TUNING.shared_small_exits,
+    max_picks: int = DEFAULT_ENGINE_TUNING.shared_max_exit_picks,
+) -> Exits:
     """The exits of a walk over the hole whose byte is in ``bound`` (a 256-bit set: the first
-    bytes of what the hole stands for), remembered per (exits, bound) for the process: every
-    key that starts with the same letter, in every constraint that shares the walk, shares the
-    filter."""
+    bytes of what the hole stands for), remembered per (exits, bound) for the process (at most
+    ``max_picks``): every key that starts with the same letter, in every constraint that shares
+    the walk, shares the filter. Up to ``small_exits`` exits are picked by byte in Python."""
     key = (id(exits), bound)
     found = _picks.get(key)
     if found is not None and found[0] is exits:
         return found[1]
     index = _indexes.get(id(exits))
     if index is None or index[0] is not exits:
-        index = (exits, _index_exits(exits))
+        index = (exits, _index_exits(exits, small_exits))
         with _lock:
-            if len(_indexes) >= MAX_EXIT_PICKS:
+            if len(_indexes) >= max_picks:
                 _indexes.pop(next(iter(_indexes)), None)
             _indexes[id(exits)] = index
     out = _pick(exits, index[1], bound)
     with _lock:
-        if len(_picks) >= MAX_EXIT_PICKS:
+        if len(_picks) >= max_picks:
             _picks.pop(next(iter(_picks)), None)
         _picks[key] = (exits, out)
     return out
@@ -232,10 +250,10 @@ def _pick(exits: Exits, by_byte: dict[int, list[tuple[int, int]]] | None, bound:
     return out
 
 
-def _index_exits(exits: Exits) -> dict[int, list[tuple[int, int]]] | None:
+def _index_exits(exits: Exits, small_exits: int) -> dict[int, list[tuple[int, int]]] | None:
     """The exits of a walk over the hole by byte, as ``(level, node)`` pairs, where there are at
-    most ``SMALL_EXITS`` of them (None: more, filtered in numpy)."""
-    if sum(nodes.size for nodes, _ in exits.values()) > SMALL_EXITS:
+    most ``small_exits`` of them (None: more, filtered in numpy)."""
+    if sum(nodes.size for nodes, _ in exits.values()) > small_exits:
         return None
     index: dict[int, list[tuple[int, int]]] = {}
     for k, (nodes, byts) in exits.items():
@@ -247,6 +265,24 @@ def _index_exits(exits: Exits) -> dict[int, list[tuple[int, int]]] | None:
 
 
 def clear() -> None:
-    """Forget every shared walk and structural id (tests)."""
+    """Forget every shared walk and structural id (tests; ``structgen.caches.clear``)."""
     with _lock:
         _new_generation()
+
+
+def _held_bytes() -> int:
+    with _lock:
+        walks = [(words, exits) for _, words, exits in _walks.values()]
+        picks = [out for _, out in _picks.values()]
+        indexes = [index for _, index in _indexes.values()]
+        structures = list(_structures)
+    return caches.deep_bytes((walks, picks, indexes, structures))
+
+
+caches.register(
+    "engine.shared_walks",
+    entries=lambda: len(_walks) + len(_picks) + len(_indexes) + len(_structures),
+    nbytes=_held_bytes,
+    clear=clear,
+    estimate="deep_bytes of the walks' masks and exits, the filtered exits, their indexes and the structural ids",
+)

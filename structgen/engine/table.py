@@ -15,71 +15,27 @@ from typing import Callable
 
 import numpy as np
 
+from .. import caches
 from ..grammar.utf8 import utf8_sequences
 from .arrays import mask_to_bools, ranges, unique, unique_inverse
 from .configs import DEAD, ConfigSystem
 from .loop_regions import MULTIBYTE_SLACK, LoopRegion, exits_by_level, loop_region, run_region
 from .machines import is_call
-from .terms import BYTES_K, HAS_POSS, HAS_SYM, NOTHING, REPEAT_K, SEQ_K
+from .terms import BYTES_K, HAS_SYM, NOTHING, REPEAT_K, SEQ_K
 from .token_trie import LevelViews, TokenTrie
+from .tuning import DEFAULT_ENGINE_TUNING, EngineTuning
 
 UNKNOWN = -1
-#: Below this many live trie nodes, a level of a walk is handled in Python: each numpy call costs
-#: microseconds whatever its size, a Python step a fraction of one.
-NARROW = 48
-#: Below this many children to visit, they are stepped one by one in Python, above it with one
-#: numpy gather.
-NARROW_CHILDREN = 32
-#: A configuration with at most this many live bytes is "sparse": the children of a node in its
-#: state are found by binary search on their bytes (one per live byte), not by stepping them all.
-SPARSE_LIVE = 16
-#: Whether a walk follows a configuration's fixed bytes (``ConfigSystem.literal_run``) down the
-#: trie without a configuration per byte; off, it steps them as any other. Tests switch it.
-LITERAL_RUNS = True
-#: Step only the run-region exits whose byte the configuration after the run can read (a bound
-#: from its terms: ConfigSystem.first_bytes_bound); False steps them all (tests compare)
-RUN_EXIT_FILTER = True
-#: Whether a mask walk follows a choice among fixed bytes (enum values, keys, ``true``/``false``)
-#: by its top term's derivatives (``_choice_walk``); off, each trie node on the way is a
-#: configuration. Tests switch it.
-CHOICE_WALKS = True
-#: A choice walked so reads at most this many bytes next...
-CHOICE_LIVE = 16
-#: and at most this many of them in one byte class
-CHOICE_CLASS = 4
-#: A walk from exits (``walk_from``) into a state that is a choice enters them by the choice's
-#: derivatives (``_enter_by_choice``); off, by the state's table row like any exit.
-ENTER_BY_CHOICE = True
-#: ... and the choice walks of one mask visit at most this many trie nodes in all (then the
-#: walk goes on with configurations, as everywhere else).
-CHOICE_NODES = 64
-#: Term flags that keep a stack out of choice walks: greedy lexemes anywhere in its term. Calls
-#: keep it out where one can come first (``TermStore.first_syms``); a call further on (the value
-#: of a key an object allows besides its own, which is any JSON) is met by a later derivative,
-#: which is then no choice. Tests that want the stricter exclusion (any call or set operation
-#: anywhere keeps a stack out) set it themselves.
-CHOICE_EXCLUDES = HAS_POSS
-#: Whether a walk also follows the choices it meets below the root (after a string value's
-#: closing quote: the comma, the next key) by choice walks, within the same node budget, for
-#: configurations whose row is not known yet (a known row is a gather away). Tests switch it.
-INNER_CHOICES = True
-#: A walk from a configuration looping on at least this many bytes starts from its loop region.
-LOOP_REGION_MIN_BYTES = 32
-#: Byte classes of at most this many bytes are filled byte by byte in Python, larger ones with
-#: one numpy assignment of their (shared) byte array.
-SMALL_CLASS = 8
 #: Class masks whose byte arrays are kept, shared by every table in the process (each at most
 #: 256 one-byte entries): every new constraint meets the same classes (``[^"\\]``, all bytes
-#: but one literal byte...), and building an array costs a few numpy calls.
+#: but one literal byte...), and building an array costs a few numpy calls. Registered in
+#: ``structgen.caches`` as ``engine.class_bytes``.
 MAX_CLASS_ARRAYS = 1 << 14
 _CLASS_BYTES: dict[int, np.ndarray] = {}
+caches.register_dict(
+    "engine.class_bytes", _CLASS_BYTES, estimate="deep_bytes: at most 256 bytes each, so the count bounds the bytes"
+)
 ASCII_BITS = (1 << 128) - 1
-#: A node with at least this many tokens below, in a state with a loop region, takes the
-#: region's part below it instead of being walked (see ``_splice``).
-SPLICE_MIN_TOKENS = 256
-#: A run's byte set holds at most this many bytes (whitespace: space and tab); larger sets are
-#: loops that bulk acceptance and loop regions handle.
-MAX_RUN_BYTES = 8
 _MULTIBYTE_SEQUENCES = utf8_sequences(0x80, 0xD7FF) + utf8_sequences(0xE000, 0x10FFFF)
 
 
@@ -92,8 +48,28 @@ class TransitionTable:
         capacity: int = 1024,
         tail_missing: Callable[[], np.ndarray] | None = None,
         token_bytes: Callable[[int], bytes] | None = None,
+        tuning: EngineTuning = DEFAULT_ENGINE_TUNING,
     ) -> None:
         self.system = system
+        self.tuning = tuning
+        # the walk's thresholds and switches as attributes: read in its inner loops
+        self._narrow = tuning.narrow
+        self._narrow_children = tuning.narrow_children
+        self._sparse_live = tuning.sparse_live
+        self._literal_runs = tuning.literal_runs
+        self._run_regions = tuning.run_regions
+        self._run_exit_filter = tuning.run_exit_filter
+        self._max_run_bytes = tuning.max_run_bytes
+        self._choice_walks = tuning.choice_walks
+        self._choice_live = tuning.choice_live
+        self._choice_class = tuning.choice_class
+        self._choice_excludes = tuning.choice_excludes
+        self._by_choice = tuning.enter_by_choice
+        self._inner_walks = tuning.inner_choices
+        self._loop_min = tuning.loop_region_min_bytes
+        self._splices = tuning.splices
+        self._splice_min = tuning.splice_min_tokens
+        self._small_class = tuning.small_class
         #: a token's bytes by id: the path to a trie node (where a walk splices a loop region)
         self._token_bytes = token_bytes
         #: per token id, the bytes its last character lacks (``Vocab.utf8_tail_missing``, asked
@@ -109,6 +85,9 @@ class TransitionTable:
         self._classes: dict[int, tuple[int, ...] | None] = {}
         self.filled = 0  # transitions computed by the configuration system (a cost measure)
         self.inner_choices = 0  # choice walks started below the root of a walk (a test measure)
+        self.entered_by_choice = 0  # walks from exits entered by a choice's derivatives (a test measure)
+        self.entered_literal = 0  # walks from exits entered along a literal run (a test measure)
+        self.splices = 0  # loop-region parts taken below a node instead of its walk (a test measure)
         self._loops: dict[int, np.ndarray] = {}
         self._utf8: dict[int, bool] = {}
         self._sparse: dict[int, tuple[int, ...] | None] = {}
@@ -136,6 +115,12 @@ class TransitionTable:
         new[: self.rows.shape[0]] = self.rows
         self.rows = new
         self._flat = memoryview(self.rows.reshape(-1))
+
+    def restore_rows(self, rows: np.ndarray) -> None:
+        """Take saved rows for the first configurations (a loaded constraint's, checked by the
+        caller: targets within the configuration system)."""
+        self._grow()
+        self.rows[: rows.shape[0]] = rows
 
     def step(self, cid: int, byte: int) -> int:
         """One transition (computed if new); Python-speed, for commits and narrow walks."""
@@ -173,7 +158,7 @@ class TransitionTable:
         target = self.system.step(cid, byte)
         self._grow()
         self.filled += 1
-        if part.bit_count() <= SMALL_CLASS:
+        if part.bit_count() <= self._small_class:
             # a few bytes (a literal's next byte): set them without numpy
             flat, base = self._flat, cid * 256
             while part:
@@ -279,7 +264,7 @@ class TransitionTable:
 
     def sparse_row(self, cid: int) -> tuple[int, ...] | None:
         """The live transitions of ``cid`` as a flat tuple ``(byte, target, byte, target, ...)``
-        in byte order when there are at most ``SPARSE_LIVE`` of them, else None (fills the row)."""
+        in byte order when there are at most ``tuning.sparse_live`` of them, else None (fills the row)."""
         r = self._sparse.get(cid, False)
         if r is False:
             self._grow()
@@ -289,7 +274,7 @@ class TransitionTable:
                 row = self.rows[cid]
             live = np.flatnonzero(row != DEAD)
             r = None
-            if live.size <= SPARSE_LIVE:
+            if live.size <= self._sparse_live:
                 pairs = np.empty(2 * live.size, dtype=np.int64)
                 pairs[0::2] = live
                 pairs[1::2] = row[live]
@@ -413,7 +398,7 @@ class TransitionTable:
         if trie.depth == 0 or cid == DEAD:
             return None, empty, empty, empty
         self._grow()  # configurations made outside the table (counted bases, token atoms) need rows
-        out = _Pieces(with_ends, self._tail_missing() if with_ends and self._tail_missing else None)
+        out = _Pieces(with_ends, self._tail_missing() if with_ends and self._tail_missing else None, tuning=self.tuning)
         views = trie.views()
         # where the walk enters the trie: the root's children, or the exits of a loop region
         # a literal run never loops: its row and a region check would be work for nothing
@@ -424,9 +409,10 @@ class TransitionTable:
         frontier: list[tuple[int, int, int]] | None = []  # (node, state, parent) in Python mode
         nodes = states = parents = np.zeros(0, dtype=np.int64)
         pending = out.pending  # exits of regions: nodes to enter at deeper levels
+        narrow = self._narrow
         if entries is not None:
-            run = self._literal_of(cid) if ENTER_BY_CHOICE else None
-            by_choice = self._choice_of(cid) if ENTER_BY_CHOICE and run is None else None
+            run = self._literal_of(cid) if self._by_choice else None
+            by_choice = self._choice_of(cid) if self._by_choice and run is None else None
             if run is not None:
                 self._enter_literal(trie, views, entries, run, out)
             elif by_choice is not None:
@@ -466,7 +452,7 @@ class TransitionTable:
                     states = np.concatenate([states, np.asarray([d[1] for d in direct], dtype=np.int32)])
                     parents = np.concatenate([parents, np.asarray([d[2] for d in direct], dtype=np.int32)])
             batch = pending.pop(k, None)
-            if batch is not None and frontier is not None and sum(b[0].size for b in batch) + len(frontier) <= NARROW:
+            if batch is not None and frontier is not None and sum(b[0].size for b in batch) + len(frontier) <= narrow:
                 # a few exits (a run region's newline-and-spaces tokens, a string's quotes) join
                 # a Python level: stepped one by one, not through the arrays
                 frontier = frontier + self._exits_python(batch)
@@ -489,7 +475,7 @@ class TransitionTable:
             if frontier is None:
                 alive = states != DEAD
                 nodes, states, parents = nodes[alive], states[alive], parents[alive]
-                if nodes.size <= NARROW:
+                if nodes.size <= narrow:
                     frontier = list(zip(nodes.tolist(), states.tolist(), parents.tolist()))
             if frontier is not None:
                 if not frontier:
@@ -505,7 +491,7 @@ class TransitionTable:
                 frontier = []
                 continue
             starts, counts, expanded = found
-            if int(counts.sum()) <= NARROW_CHILDREN:
+            if int(counts.sum()) <= self._narrow_children:
                 expand = list(zip(starts.tolist(), counts.tolist(), expanded.tolist()))
                 frontier = self._children_python(views[k + 1], expand)
                 continue
@@ -587,17 +573,17 @@ class TransitionTable:
     def _find_before_loop(self, cid: int) -> tuple[int, int] | None:
         row = self.rows[cid]
         live = row[row != DEAD]
-        if live.size < LOOP_REGION_MIN_BYTES:
+        if live.size < self._loop_min:
             return None
         targets, inverse = unique_inverse(live)
         loop = int(targets[np.argmax(np.bincount(inverse))])
-        if loop == cid or self.loop_bits(loop).bit_count() < LOOP_REGION_MIN_BYTES:
+        if loop == cid or self.loop_bits(loop).bit_count() < self._loop_min:
             return None
         self._grow()
         if (self.rows[loop] == UNKNOWN).any():
             self._fill_row(loop)
         differ_bytes = np.flatnonzero(self.rows[cid] != self.rows[loop])
-        if 256 - differ_bytes.size < LOOP_REGION_MIN_BYTES:
+        if 256 - differ_bytes.size < self._loop_min:
             return None
         differ = 0
         for b in differ_bytes.tolist():
@@ -612,12 +598,12 @@ class TransitionTable:
         if (self.rows[cid] == UNKNOWN).any():
             self._fill_row(cid)  # the walk's first level needs (nearly) all of it
         live = self.sparse_row(cid)
-        if live is not None and len(live) // 2 < LOOP_REGION_MIN_BYTES:
+        if live is not None and len(live) // 2 < self._loop_min:
             return None  # too few live bytes to loop on enough of them
         loops = self.loop_bits(cid)
-        if loops.bit_count() < LOOP_REGION_MIN_BYTES:
+        if loops.bit_count() < self._loop_min:
             return None
-        return loop_region(trie, loops, self.utf8_loop(cid), chars=True)
+        return loop_region(trie, loops, self.utf8_loop(cid), chars=True, tuning=self.tuning)
 
     def _nodes_numpy(
         self,
@@ -670,7 +656,7 @@ class TransitionTable:
                 nodes, states = nodes[keep], states[keep]
                 if nodes.size == 0:
                     return None
-        big = trie.run_end[k][nodes] - trie.run_start[k][nodes] >= SPLICE_MIN_TOKENS
+        big = trie.run_end[k][nodes] - trie.run_start[k][nodes] >= self._splice_min
         if big.any():
             spliced = np.zeros(nodes.size, dtype=bool)
             for i in np.flatnonzero(big).tolist():
@@ -756,7 +742,7 @@ class TransitionTable:
                     lo = v.run_start[node]
                     out.add_py(lo, v.run_end[node] - lo, state, slack)
                     continue
-            if v.run_end[node] - v.run_start[node] >= SPLICE_MIN_TOKENS and self._splice(trie, k, node, state, out):
+            if v.run_end[node] - v.run_start[node] >= self._splice_min and self._splice(trie, k, node, state, out):
                 continue
             tc = v.tok_count[node]
             if tc:
@@ -781,7 +767,7 @@ class TransitionTable:
                     if lit is not None:
                         self._follow_literal(trie, views, k, node, lit, out)
                         continue
-                    if out.choice_budget > 0 and INNER_CHOICES and state not in self._sparse:
+                    if out.choice_budget > 0 and self._inner_walks and state not in self._sparse:
                         choice = self._choice.get(state, False)
                         if choice is False:
                             choice = self._choice_of(state)
@@ -799,7 +785,7 @@ class TransitionTable:
         exactly what a walk from ``node`` would do (a walk that reached the string body after
         ``\\n`` or ``\\u00e9``, or a key that left the listed names, at a node with thousands
         of tokens below). Returns whether it did."""
-        if self._token_bytes is None:
+        if self._token_bytes is None or not self._splices:
             return False
         region = self._regions.get(state, False)
         if region is False and self.system.characters_loop(state) is None:
@@ -826,6 +812,7 @@ class TransitionTable:
         a, b = np.searchsorted(first, (start, end)).tolist()
         for level, (below, byts) in exits_by_level(levels[a:b], e_nodes[a:b], e_byts[a:b]).items():
             out.pending.setdefault(level, []).append((below, byts, state))
+        self.splices += 1
         return True
 
     def _run_of(self, cid: int) -> tuple[int, int | None, int] | None:
@@ -837,14 +824,14 @@ class TransitionTable:
         None otherwise (remembered per configuration)."""
         found: tuple[int, int | None, int] | None = None
         stacks = self.system.configs[cid]
-        if len(stacks) == 1:
+        if len(stacks) == 1 and self._run_regions:
             system, store = self.system, self.system.store
             top = system.stack_top[stacks[0]]
             if store.kind[top] == SEQ_K:
                 head, tail = store.a[top], store.b[top]
                 if store.kind[head] == REPEAT_K and store.b[head][0] == 0:  # type: ignore[index]
                     unit = store.a[head]
-                    if store.kind[unit] == BYTES_K and store.b[unit].bit_count() <= MAX_RUN_BYTES:  # type: ignore[union-attr]
+                    if store.kind[unit] == BYTES_K and store.b[unit].bit_count() <= self._max_run_bytes:  # type: ignore[union-attr]
                         after = system.config([system.stack(system.stack_parent[stacks[0]], tail)])  # type: ignore[arg-type]
                         self._grow()
                         mask = store.b[unit]
@@ -862,17 +849,17 @@ class TransitionTable:
         after the run as their end (the same shortest completion: the run may stop anywhere),
         and its exits for the levels below."""
         unit, most, after = run
-        region = run_region(trie, k, node, unit, most)
+        region = run_region(trie, k, node, unit, most, tuning=self.tuning)
         if region.positions.size:
             out.add_positions(region.positions, after, np.zeros(region.positions.size, dtype=np.int32))
-        exits = region.exits_within(self.system.first_bytes_bound(after)) if RUN_EXIT_FILTER else region.exits
+        exits = region.exits_within(self.system.first_bytes_bound(after)) if self._run_exit_filter else region.exits
         for level, (e_nodes, e_byts) in exits.items():
             out.pending.setdefault(level, []).append((e_nodes, e_byts, after))
 
     def _literal_of(self, state: int) -> tuple[bytes, tuple[int, ...], int] | None:
         r = self._literal.get(state, False)
         if r is False:
-            r = self._literal[state] = self.system.literal_run(state) if LITERAL_RUNS else None
+            r = self._literal[state] = self.system.literal_run(state) if self._literal_runs else None
         return r
 
     def _choice_of(self, state: int) -> tuple[int, int] | None:
@@ -881,7 +868,7 @@ class TransitionTable:
         if r is False:
             r = None
             stacks = self.system.configs[state]
-            if CHOICE_WALKS and len(stacks) == 1:
+            if self._choice_walks and len(stacks) == 1:
                 sid = stacks[0]
                 parent, top = self.system.stack_parent[sid], self.system.stack_top[sid]
                 if self._choosable_stack(parent, top):
@@ -891,9 +878,9 @@ class TransitionTable:
 
     def _choosable_stack(self, parent: int, top: int) -> bool:
         """Whether the one stack ``(parent, top)`` is a choice among fixed bytes that steps by
-        ``top``'s derivative alone: no greedy lexeme (``CHOICE_EXCLUDES``), no call that can
+        ``top``'s derivative alone: no greedy lexeme (``tuning.choice_excludes``), no call that can
         come first (the configuration system's step would push it), no return into the
-        caller, at most ``CHOICE_LIVE`` possible next bytes, each a byte class of its own (a
+        caller, at most ``tuning.choice_live`` possible next bytes, each a byte class of its own (a
         digit class, a string body or a run is the other walks' business, and a lazy rule not
         built yet counts as every byte). With no call first and no return, the
         configuration system steps the stack by ``TermStore.deriv`` of its top alone
@@ -906,10 +893,10 @@ class TransitionTable:
             store = self.system.store
             live = store.first_bytes(top)
             r = (
-                not store.flags[top] & CHOICE_EXCLUDES
+                not store.flags[top] & self._choice_excludes
                 and not (store.flags[top] & HAS_SYM and any(is_call(s) for s in store.first_syms(top)))
                 and not (parent >= 0 and store.nullable[top])
-                and live.bit_count() <= CHOICE_LIVE
+                and live.bit_count() <= self._choice_live
                 and self._choice_classes(top, live)
             )
             self._choosable[key] = r
@@ -917,14 +904,14 @@ class TransitionTable:
 
     def _choice_classes(self, top: int, live: int) -> bool:
         """Whether the live bytes of ``top`` fall in byte classes a choice walk steps: one byte
-        each, or up to ``CHOICE_CLASS`` where no repetition comes first (``[1-2] [0-9]`` in a
+        each, or up to ``tuning.choice_class`` where no repetition comes first (``[1-2] [0-9]`` in a
         date, not the ``[\t ]{0,32}`` of an indent, which is a run)."""
         store = self.system.store
         widest = max((part & live).bit_count() for part in store.classes(top))
         if widest <= 1:
             return True
         head = store.a[top] if store.kind[top] == SEQ_K else top
-        return widest <= CHOICE_CLASS and store.kind[head] != REPEAT_K
+        return widest <= self._choice_class and store.kind[head] != REPEAT_K
 
     def _term_row(self, t: int) -> tuple[int, ...]:
         """The live steps of term ``t`` as ``(byte, derivative, byte, derivative, ...)`` in byte
@@ -1018,6 +1005,7 @@ class TransitionTable:
     ) -> None:
         """Enter the nodes of ``entries`` from a literal run's state: those reached by its first
         byte go on along the rest of it (:meth:`_follow_literal`), the others are dead."""
+        self.entered_literal += 1
         first = run[0][0]
         rest = (run[0][1:], run[1][1:], run[2]) if len(run[0]) > 2 else None
         for k, batch in entries.items():
@@ -1054,6 +1042,7 @@ class TransitionTable:
         a table row for the node; a derivative that is no choice becomes the node's
         configuration (the walk's next level). The exits of a split's head into the next key's
         name are a few nodes each reading a letter: this is the whole walk from them."""
+        self.entered_by_choice += 1
         parent, top = stack
         steps = self._term_rows.get(top)
         if steps is None:
@@ -1135,7 +1124,7 @@ class TransitionTable:
         rest: list[tuple[int, int, int]] = []
         byte = views[k].byte
         for first, count, state in expand:
-            if count > NARROW_CHILDREN:
+            if count > self._narrow_children:
                 live = self.sparse_row(state)
                 if live is not None:
                     end = first + count
@@ -1149,7 +1138,7 @@ class TransitionTable:
                             found.append((lo, live[i + 1], state))
                     continue
             rest.append((first, count, state))
-        if sum(e[1] for e in rest) <= NARROW_CHILDREN:
+        if sum(e[1] for e in rest) <= self._narrow_children:
             if rest:
                 found.extend(self._children_python(views[k], rest))
             return found, None
@@ -1185,17 +1174,15 @@ class TransitionTable:
         return frontier
 
 
-#: Up to this many tokens, what the Python levels accepted is expanded in Python (numpy calls
-#: cost more than a short list).
-SMALL_RESULT = 256
-
-
 class _Pieces:
     """What a walk accepts: runs of ``sorted_ids`` positions, each with its end configuration
     and slack, gathered from numpy levels (arrays) and Python levels (scalars)."""
 
-    def __init__(self, with_ends: bool, tail_missing: np.ndarray | None = None) -> None:
+    def __init__(
+        self, with_ends: bool, tail_missing: np.ndarray | None = None, *, tuning: EngineTuning = DEFAULT_ENGINE_TUNING
+    ) -> None:
         self.with_ends = with_ends
+        self.small_result = tuning.small_result
         self.tail_missing = tail_missing
         self.runs: list[np.ndarray] = []
         self.ends: list[np.ndarray] = []
@@ -1209,7 +1196,7 @@ class _Pieces:
         #: level -> ``(node, state, parent)`` entered with a known state (the end of a literal)
         self.direct: dict[int, list[tuple[int, int, int]]] = {}
         #: trie nodes the walk may still visit by choice walks (``TransitionTable._choice_walk``)
-        self.choice_budget = CHOICE_NODES
+        self.choice_budget = tuning.choice_nodes
 
     def add(self, starts: np.ndarray, counts: np.ndarray, states: np.ndarray, slack: np.ndarray | None) -> None:
         self.runs.append(ranges(starts, counts))
@@ -1247,7 +1234,7 @@ class _Pieces:
 
     def result(self, trie: TokenTrie) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         if self.py_starts:
-            if sum(self.py_counts) <= SMALL_RESULT:
+            if sum(self.py_counts) <= self.small_result:
                 self._add_py_runs()
             else:
                 self.add(

@@ -111,17 +111,30 @@ class TokenTrie:
         return cls(int(a["n_tokens"][0]), sorted_ids=a["sorted_ids"], **fields)
 
 
-def build_token_trie(tokens: Sequence[bytes | None], is_text: np.ndarray) -> TokenTrie:
+#: The fixed-width sort pads every token to the longest: above this many bytes (a vocabulary
+#: with a few very long tokens) Python's sort of the byte strings is used instead.
+MAX_PADDED_BYTES = 1 << 26
+
+
+def build_token_trie(
+    tokens: Sequence[bytes | None], is_text: np.ndarray, *, max_padded_bytes: int = MAX_PADDED_BYTES
+) -> TokenTrie:
     """Build the trie of the text tokens (``is_text[i]`` and non-empty ``tokens[i]``)."""
     lengths = np.asarray([len(t) if t else 0 for t in tokens], dtype=np.int64)
     offsets = np.zeros(len(tokens) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
     buffer = np.frombuffer(b"".join(t or b"" for t in tokens), dtype=np.uint8)
-    return build_token_trie_from_buffer(buffer, offsets, np.asarray(is_text, dtype=bool))
+    return build_token_trie_from_buffer(
+        buffer, offsets, np.asarray(is_text, dtype=bool), max_padded_bytes=max_padded_bytes
+    )
 
 
-def build_token_trie_from_buffer(buffer: np.ndarray, offsets: np.ndarray, is_text: np.ndarray) -> TokenTrie:
-    """Build the trie from a vocabulary's concatenated token bytes and their offsets.
+def build_token_trie_from_buffer(
+    buffer: np.ndarray, offsets: np.ndarray, is_text: np.ndarray, *, max_padded_bytes: int = MAX_PADDED_BYTES
+) -> TokenTrie:
+    """Build the trie from a vocabulary's concatenated token bytes and their offsets
+    (``max_padded_bytes``: the padding budget of the byte sort, :data:`MAX_PADDED_BYTES`; the
+    trie is the same whatever it is).
 
     Everything is read from the flat buffer (no padded token-by-byte matrix: 128k tokens of up
     to 256 bytes would be tens of MB to fill, compare and reorder): a node's byte is one gather
@@ -132,7 +145,7 @@ def build_token_trie_from_buffer(buffer: np.ndarray, offsets: np.ndarray, is_tex
     all_lengths = np.diff(offsets)
     n_all = all_lengths.size
     candidates = np.flatnonzero(is_text[:n_all] & (all_lengths > 0))
-    sorted_ids = _byte_order(buffer, offsets, candidates).astype(np.int32)
+    sorted_ids = _byte_order(buffer, offsets, candidates, max_padded_bytes).astype(np.int32)
     n = sorted_ids.size
     if n == 0:
         return TokenTrie(n_all, (), (), (), (), (), (), (), (), (), sorted_ids)
@@ -216,12 +229,7 @@ def build_token_trie_from_buffer(buffer: np.ndarray, offsets: np.ndarray, is_tex
     )
 
 
-#: The fixed-width sort pads every token to the longest: above this many bytes (a vocabulary
-#: with a few very long tokens) Python's sort of the byte strings is used instead.
-MAX_PADDED_BYTES = 1 << 26
-
-
-def _byte_order(buffer: np.ndarray, offsets: np.ndarray, ids: np.ndarray) -> np.ndarray:
+def _byte_order(buffer: np.ndarray, offsets: np.ndarray, ids: np.ndarray, max_padded_bytes: int) -> np.ndarray:
     """``ids`` (ascending) sorted by their tokens' bytes, equal tokens by id: numpy's stable
     sort of the tokens as fixed-width strings, zero-padded (half the time of Python's sort of
     128k byte strings). Such strings compare equal when they differ only in trailing zero bytes
@@ -231,7 +239,7 @@ def _byte_order(buffer: np.ndarray, offsets: np.ndarray, ids: np.ndarray) -> np.
         return ids
     lengths = np.diff(offsets)[ids]
     width = int(lengths.max())
-    if ids.size * width > MAX_PADDED_BYTES:
+    if ids.size * width > max_padded_bytes:
         return _python_byte_order(buffer, offsets, ids)  # a few very long tokens: no padding
     padded = np.zeros(ids.size * width, dtype=np.uint8)
     padded[ranges(np.arange(ids.size, dtype=np.int64) * width, lengths)] = buffer[ranges(offsets[ids], lengths)]

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .. import caches
 from .token_trie import TokenTrie, build_token_trie_from_buffer
 
 if TYPE_CHECKING:
@@ -15,6 +16,28 @@ if TYPE_CHECKING:
 TRIE_CACHE_KEY = "engine-token-trie-v4"
 _memory: dict[str, TokenTrie] = {}
 _lock = threading.Lock()
+
+
+def _clear() -> None:
+    with _lock:
+        _memory.clear()
+
+
+def _tries_bytes() -> int:
+    with _lock:
+        tries = list(_memory.values())
+    return caches.deep_bytes(tries)
+
+
+# one trie per vocabulary a process loads (as its Vocab is): held while any constraint on it
+# lives, so clearing it here frees only what no constraint holds
+caches.register(
+    "engine.token_tries",
+    entries=lambda: len(_memory),
+    nbytes=_tries_bytes,
+    clear=_clear,
+    estimate="deep_bytes of the tries: their level arrays and what is kept on them (loop and run regions)",
+)
 
 
 def _build(vocab: Vocab) -> TokenTrie:

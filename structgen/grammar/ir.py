@@ -26,6 +26,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterator, Sequence
 
+from .. import caches
+
 MAX_CODEPOINT = 0x10FFFF
 SURROGATES = (0xD800, 0xDFFF)
 
@@ -727,3 +729,10 @@ def _fmt_byte_in_literal(b: int) -> str:
     if 0x20 <= b < 0x7F:
         return chr(b)
     return f"\\x{b:02X}"
+
+
+caches.register_dict(
+    "grammar.ir.closed",
+    _CLOSED,
+    estimate="deep_bytes of the dict (the marked subtrees: held by the grammars that built them too)",
+)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from .. import caches
 from . import ir
 from .cp_automata import DEFAULT_MAX_STATES, CodepointTerms, dfa_rules, node_to_dfa
 from .grammar import Grammar
@@ -151,3 +152,6 @@ def replace_set_operations(node: ir.Node, lower: Callable[[ir.Node], ir.Node]) -
         else:  # pragma: no cover - the node kinds with children are listed above
             raise TypeError(type(n))
     return done[id(node)]
+
+
+caches.register_dict("grammar.lowering.encoded", _ENCODED)

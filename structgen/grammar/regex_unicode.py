@@ -19,6 +19,7 @@ from functools import lru_cache
 
 import regex as _regex_pkg
 
+from .. import caches
 from .ir import MAX_CODEPOINT, Ranges, complement_ranges, normalize_ranges
 
 # ---------------------------------------------------------------------------------------------
@@ -453,3 +454,24 @@ def case_fold_ascii(ranges: Ranges) -> Ranges:
             if s <= e:
                 extra.append((s + shift, e + shift))
     return union(ranges, tuple(extra)) if extra else ranges
+
+
+caches.register_lru(
+    "grammar.regex_unicode.all_codepoints",
+    _all_codepoints,
+    bytes_per_entry=4_460_000,
+    estimate="measured (deep_bytes): every code point once, a str",
+)
+caches.register_lru(
+    "grammar.regex_unicode.scan",
+    _scan,
+    bytes_per_entry=50_000,
+    estimate="measured (deep_bytes): 4-85 KB per property class (one entry per distinct class met; unbounded, "
+    "but the classes are the finite set of Unicode property names)",
+)
+caches.register_lru(
+    "grammar.regex_unicode.rust_word", rust_word, bytes_per_entry=98_000, estimate="measured (deep_bytes)"
+)
+caches.register_lru(
+    "grammar.regex_unicode.fold_table", _fold_table, bytes_per_entry=428_000, estimate="measured (deep_bytes)"
+)

@@ -16,6 +16,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Mapping
 
+from .. import caches
 from ..errors import LimitError
 from . import ir
 from .utf8 import class_sequences, mask_of, mask_of_ranges
@@ -235,3 +236,11 @@ class RegularTerms:
             frontier = nxt
         self._empty[n] = result
         return result
+
+
+caches.register_lru(
+    "grammar.regular.char_deriv",
+    RegularTerms._char_deriv,
+    bytes_per_entry=600,
+    estimate="measured (deep_bytes): a class's rest after one byte, a few byte classes",
+)

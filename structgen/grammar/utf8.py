@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from .. import caches
 from .ir import Ranges
 
 ByteRangeSeq = tuple[tuple[int, int], ...]
@@ -87,3 +88,11 @@ def mask_of_ranges(ranges: Ranges) -> int:
     for lo, hi in ranges:
         m |= mask_of(lo, hi)
     return m
+
+
+caches.register_lru(
+    "grammar.utf8.class_sequences",
+    class_sequences,
+    bytes_per_entry=400,
+    estimate="measured (deep_bytes): 0.2-2 KB per class",
+)

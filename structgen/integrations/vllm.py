@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 
+from .. import caches
 from ..decoding import Decoding, Segment
 from ..engine.masks import pack_ids, words_for
 from ..errors import GenerationError, StructgenError
@@ -445,3 +446,6 @@ def parse_output(extra_args: Mapping[str, Any], text: str) -> Any:
     if request is None:
         raise StructgenRequestError(f"extra_args has no {REQUEST_KEY!r} request")
     return output_spec(request).parse(text)
+
+
+caches.register_dict("integrations.vllm.requests", _requests, lock=_requests_lock)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from .. import caches
 from ..grammar import ir
 from .charsets import DIGIT, cc, lits, rep, rep_open, two_digits
 
@@ -118,3 +119,14 @@ def duration() -> ir.Node:
     date = ir.seq(ir.alt(day, month, year), ir.opt(time))
     week = unit("W")
     return ir.seq(ir.lit("P"), ir.alt(date, time, week))
+
+
+for _name, _built, _size in (
+    ("full_date", full_date, 21_000),
+    ("full_time", full_time, 1_370_000),
+    ("date_time", date_time, 1_390_000),
+    ("duration", duration, 7_000),
+):
+    caches.register_lru(
+        f"schema.format_datetime.{_name}", _built, bytes_per_entry=_size, estimate="measured (deep_bytes)"
+    )

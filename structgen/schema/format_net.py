@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from .. import caches
 from ..grammar import ir
 from .charsets import ALNUM, DIGIT, HEXDIG, caseless, cc, rep, rep_open
 
@@ -146,3 +147,13 @@ def uuid() -> ir.Node:
     for p in parts[1:]:
         out.extend([ir.lit("-"), p])
     return ir.seq(*out)
+
+
+for _name, _built, _size in (
+    ("ipv6", ipv6, 30_000),
+    ("hostname_label", hostname_label, 4_000),
+    ("hostname", hostname, 8_000),
+    ("email", email, 30_000),
+    ("uuid", uuid, 3_200),
+):
+    caches.register_lru(f"schema.format_net.{_name}", _built, bytes_per_entry=_size, estimate="measured (deep_bytes)")

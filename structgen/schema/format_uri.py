@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from .. import caches
 from ..grammar import ir
 from .charsets import ALPHA, DIGIT, HEXDIG, cc, rep_open
 from .format_net import IPV4, ipv6
@@ -133,3 +134,15 @@ def relative_json_pointer() -> ir.Node:
     """``non-negative-integer ( "#" / json-pointer )``."""
     integer = ir.alt(ir.lit("0"), ir.seq(cc(("1", "9")), ir.star(DIGIT)))
     return ir.seq(integer, ir.alt(ir.lit("#"), json_pointer()))
+
+
+for _name, _built, _size in (
+    ("uri", uri, 31_000),
+    ("uri_reference", uri_reference, 33_000),
+    ("iri", iri, 34_000),
+    ("iri_reference", iri_reference, 36_000),
+    ("uri_template", uri_template, 12_000),
+    ("json_pointer", json_pointer, 3_000),
+    ("relative_json_pointer", relative_json_pointer, 5_000),
+):
+    caches.register_lru(f"schema.format_uri.{_name}", _built, bytes_per_entry=_size, estimate="measured (deep_bytes)")

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 from functools import lru_cache, partial
 
+from .. import caches
 from ..grammar import ir
 from ..grammar.lowering import register_encoded
 from .digit_ranges import hex_digit, int_range_fixed
@@ -294,3 +295,17 @@ def _intersect(a: ir.Ranges, b: ir.Ranges) -> ir.Ranges:
 ANY_ENCODED: ir.Node = encode_codepoints(ir.ANY_CHAR.codepoints())
 #: The same with ``\\uXXXX`` escapes of ASCII characters as well (every JSON encoding).
 ANY_ENCODED_ALL: ir.Node = encode_codepoints(ir.ANY_CHAR.codepoints(), True)
+
+
+caches.register_lru(
+    "schema.json_escapes.encode_codepoints",
+    encode_codepoints,
+    bytes_per_entry=3_000,
+    estimate="measured (deep_bytes): like json_text.spell_class",
+)
+caches.register_lru(
+    "schema.json_escapes.encode_cached",
+    _encode_cached,
+    bytes_per_entry=10_000,
+    estimate="measured (deep_bytes): most entries are the node itself (shared), an encoded format is 10-100 KB",
+)

@@ -21,6 +21,7 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import Callable, Iterable
 
+from .. import caches
 from ..grammar import ir
 from .jsonvalue import decimal_text
 
@@ -289,4 +290,15 @@ NON_INTEGER = ir.seq(
     ir.star(_DIGIT),
     ir.CharClass(((0x31, 0x39),)),
     ir.star(_DIGIT),
+)
+
+
+caches.register_lru(
+    "schema.json_text.u_escapes", _u_escapes, bytes_per_entry=4_000, estimate="measured (deep_bytes): 2-8 KB per class"
+)
+caches.register_lru(
+    "schema.json_text.spell_class",
+    spell_class,
+    bytes_per_entry=2_000,
+    estimate="measured (deep_bytes): 0.5-13 KB per class",
 )

@@ -36,6 +36,7 @@ from collections.abc import MutableMapping
 from decimal import Decimal, localcontext
 from math import gcd
 
+from .. import caches
 from ..errors import LimitError, SchemaError
 from ..grammar import ir
 from ..grammar.cp_automata import dfa_rules, node_to_dfa
@@ -251,3 +252,6 @@ def _automaton_rules(
         _AUTOMATA.clear()
     _AUTOMATA[full_key] = built
     return built
+
+
+caches.register_dict("schema.numbers.automata", _AUTOMATA)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from .. import caches
 from ..errors import LimitError, RegexError, SchemaError
 from ..grammar import ir
 from ..grammar.cp_automata import language_is_empty
@@ -196,3 +197,8 @@ def length_bounds(node: ir.Node) -> tuple[int, int | None]:
             r = (0, None)
         done[id(n)] = r
     return done[id(node)]
+
+
+caches.register_lru(
+    "schema.strings.length_bounds", length_bounds, bytes_per_entry=100, estimate="a tuple of two ints and its key"
+)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from .. import caches
 from ..deadline import check_deadline
 from ..grammar import ir
 from ..grammar.graphs import nodes_on_cycles
@@ -332,3 +333,6 @@ def _inline(
         if name in candidates:
             depth_of[name] = _depth(body, memo)
     return {name: final[name] for name in rules if name not in inlined}
+
+
+caches.register_dict("schema.trim.closed_productive", _CLOSED_PRODUCTIVE)
