@@ -19,7 +19,16 @@ The data flow, and the package layout that follows it:
 
 from .agent import AgentRun, run_agent
 from .chat import ChatDelta, ChatResult, ChatStream, achat, achat_stream, chat, chat_stream, prepare_chat
-from .engine import Constraint, EngineLimits, State, apply_mask_numpy, apply_mask_torch, fill_bitmasks
+from .engine import (
+    Constraint,
+    DynamicConstraint,
+    EngineLimits,
+    EngineTuning,
+    State,
+    apply_mask_numpy,
+    apply_mask_torch,
+    fill_bitmasks,
+)
 from .errors import (
     ConstraintError,
     GenerationError,
@@ -50,7 +59,9 @@ __all__ = [
     "prepare_chat",
     "run_agent",
     "Constraint",
+    "DynamicConstraint",
     "EngineLimits",
+    "EngineTuning",
     "State",
     "Vocab",
     "apply_mask_numpy",

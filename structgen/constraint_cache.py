@@ -13,8 +13,9 @@ background thread; when it finishes, the compiled constraint replaces the dynami
 requests that start afterwards (a request in flight keeps the constraint it started on: a state
 belongs to one constraint). With ``disk_dir``, compiled constraints are also saved there, keyed by
 the grammar's and the vocabulary's fingerprints and sealed with an HMAC key kept in that
-directory, so another process starts on the compiled constraint at once; a file that fails to
-load is deleted and recompiled, never served. :func:`constraint_for` uses the process's default
+directory, so another process starts with their masks at once (the compile ahead still runs: the
+saved form does not hold its per-position parts); a file that fails to load is deleted and
+recompiled, never served. :func:`constraint_for` uses the process's default
 cache; :func:`configure` sets its tuning.
 """
 
@@ -32,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from . import caches
 from .engine import Constraint, EngineLimits
 from .errors import LimitError, StructgenError
 from .grammar.serialize import grammar_to_data
@@ -118,6 +120,9 @@ class ConstraintCache:
                 self._cache.move_to_end(key)
                 self._evict()
                 return hit
+        # a saved constraint holds the masks its process computed, not the per-position parts of
+        # an ahead-of-time compile (artifact.py does not save them): it serves at once, and the
+        # compile ahead still runs and replaces it
         compiled = self._from_disk(grammar, vocab)
         found = compiled is not None
         if compiled is None:
@@ -126,8 +131,6 @@ class ConstraintCache:
             self.misses += 1
             self.disk_hits += found
             hit = self._cache.setdefault(key, compiled)
-            if found and hit is compiled:
-                self._compiled.add(key)
             self._cache.move_to_end(key)
             self._evict()
             if key not in self._compiled:
@@ -303,6 +306,13 @@ class ConstraintCache:
 
 #: The process's cache, used by every front end.
 DEFAULT_CACHE = ConstraintCache()
+caches.register(
+    "constraint_cache.default",
+    entries=lambda: DEFAULT_CACHE.stats()["constraints"],
+    nbytes=lambda: DEFAULT_CACHE.stats()["bytes"],
+    clear=DEFAULT_CACHE.clear,
+    estimate="Constraint.memory_bytes() of each constraint held",
+)
 
 
 def configure(tuning: ConstraintCacheTuning) -> None:

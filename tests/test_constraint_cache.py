@@ -123,8 +123,10 @@ def test_compiled_constraints_are_kept_on_disk_for_the_next_process(tmp_path):
     assert (tmp_path / "seal.key").stat().st_mode & 0o077 == 0
     reader = ConstraintCache(tuning)
     loaded = reader.get(g, vocab)
-    assert reader.is_compiled(g, vocab) and reader.stats()["disk_hits"] == 1
+    assert reader.stats()["disk_hits"] == 1
     assert walk_masks(loaded, b"diskzz") == walk_masks(dynamic, b"diskzz")
+    # the saved masks serve at once; the compile ahead still runs and replaces the loaded one
+    assert reader.wait(timeout=60) and reader.is_compiled(g, vocab)
 
 
 def test_an_altered_file_on_disk_is_deleted_and_never_served(tmp_path):

@@ -8,18 +8,20 @@
 * :mod:`.loop_regions` - the part of a walk inside a loop, once per (vocabulary, loop bytes);
 * :mod:`.counters`, :mod:`.count_clamp` - masks of counted repetitions, and twins that share them;
 * :mod:`.budget_bound` - a bound on the completion any token leaves: budget masks without a walk;
-* :mod:`.constraint` - `Constraint` (per grammar and vocabulary) and `State` (per request);
+* :mod:`.constraint` - `Constraint` / `DynamicConstraint` (per grammar and vocabulary) and `State` (per request);
+* :mod:`.ahead` - ahead-of-time compilation per grammar position (``mode="aot"``) and its report;
 * :mod:`.masks` - the packed int32 bitmask layout and helpers to apply masks to logits;
 * :mod:`.tuning` - `EngineTuning`, every switch and threshold of the walks (masks are the same under each).
 """
 
-from .constraint import Constraint, State, fill_bitmasks
+from .constraint import Constraint, DynamicConstraint, State, fill_bitmasks
 from .limits import EngineLimits
 from .masks import allocate_bitmask, apply_mask_numpy, apply_mask_torch
 from .tuning import EngineTuning
 
 __all__ = [
     "Constraint",
+    "DynamicConstraint",
     "EngineLimits",
     "EngineTuning",
     "State",

@@ -113,6 +113,8 @@ def _header_data(c: Constraint, n_terms: int, n_stacks: int, n_configs: int) -> 
         "format": FORMAT,
         "version": VERSION,
         "vocab_fingerprint": c.vocab.fingerprint,
+        # which class ``load`` restores: what was compiled ahead of time, or a dynamic constraint
+        "kind": "dynamic" if c.report is None else "compiled",
         "grammar": grammar_to_data(c.grammar),
         "machines": {
             "names": list(machines.names),
@@ -172,7 +174,7 @@ def load_constraint(
 
 
 def _load(blob: object, vocab: Vocab, limits: EngineLimits, key: bytes | None, tuning: EngineTuning) -> Constraint:
-    from .constraint import Constraint
+    from .constraint import Constraint, DynamicConstraint
 
     members = _read_members(blob, limits)
     header_npy = members[HEADER]
@@ -257,7 +259,11 @@ def _load(blob: object, vocab: Vocab, limits: EngineLimits, key: bytes | None, t
     if mask_ids.size and vocab.logit_width % 32 and (masks[:, -1].view(np.uint32) >> (vocab.logit_width % 32)).any():
         raise ConstraintError("saved constraint is corrupt (masks allow ids past the logit width)")
 
-    c = Constraint(grammar, vocab, machines, system, limits, tuning)
+    kind = header.get("kind", "dynamic")
+    if kind not in ("dynamic", "compiled"):
+        raise ConstraintError(f"saved constraint is corrupt (kind {str(kind)[:40]!r})")
+    cls = DynamicConstraint if kind == "dynamic" else Constraint
+    c = cls(grammar, vocab, machines, system, limits, tuning)
     # the caller's cache bound holds from the start: the saved masks past it are not kept
     c.restore(table, zip(mask_ids.tolist(), masks))
     return c

@@ -189,7 +189,9 @@ class Constraint:
                 max_stacks_per_config=limits.max_stacks_per_config,
                 max_configs=limits.max_configs,
             )
-            c = cls(grammar, vocab, machines, system, limits, tuning)
+            # a lazy compile is a dynamic constraint whichever class was asked
+            kind = DynamicConstraint if mode == "lazy" and cls is Constraint else cls
+            c = kind(grammar, vocab, machines, system, limits, tuning)
             if mode == "aot":
                 until = time.perf_counter() + limits.aot_budget_ms / 1000
                 c.report = compile_ahead(
@@ -1054,6 +1056,30 @@ class ConstraintSnapshot(NamedTuple):
     rows: np.ndarray
     #: cached masks as (configuration, packed words), by configuration
     masks: list[tuple[int, np.ndarray]]
+
+
+class DynamicConstraint(Constraint):
+    """A constraint that starts at once: automata states, walks and masks are built the first
+    time a request reaches them (``Constraint.compile(..., mode="lazy")`` gives one too). The
+    same :class:`State` API and the same masks as a compiled :class:`Constraint`; for a schema
+    used once, or until a compile ahead of time has finished (see
+    :mod:`structgen.constraint_cache`)."""
+
+    @classmethod
+    def compile(
+        cls,
+        grammar: Grammar,
+        vocab: Vocab,
+        *,
+        mode: str = "lazy",
+        limits: EngineLimits = DEFAULT_ENGINE_LIMITS,
+        complete: bool = False,
+        tuning: EngineTuning = DEFAULT_ENGINE_TUNING,
+    ) -> Constraint:
+        """Compile ``grammar`` for ``vocab`` lazily (``mode`` may only be ``"lazy"``)."""
+        if mode != "lazy":
+            raise ConstraintError(f"a DynamicConstraint compiles lazily; for mode={mode!r} use Constraint.compile")
+        return super().compile(grammar, vocab, mode="lazy", limits=limits, complete=complete, tuning=tuning)
 
 
 class State:
