@@ -135,30 +135,41 @@ def _failure(walk: Any, pos: int, tok: int, n: int, why: str, vd: Any) -> dict[s
     }
 
 
-def measure_job(engine: Any, job: Any, vd: Any, options: dict[str, Any], send: Any) -> dict[str, Any]:
+def _compile(engine: Any, job: Any, result: dict[str, Any], send: Any, *, time_skips: bool) -> Any:
+    """The engine's compiled object for ``job``, its time in ``result["compile_s"]`` and told to
+    the parent; None where the engine refused or failed (the status and error are in ``result``).
+    ``time_skips``: whether a schema the engine skips has its time recorded too."""
     from benchmarks.engines import CompileError
 
     now = time.perf_counter_ns
-    walks = [w for w in job.walks if w.spacing in engine.spacings]
-    result: dict[str, Any] = {"case": job.case, "group": job.group, "walks_planned": len(walks)}
-    gc.collect()
-    rss0 = rss_bytes()
     t = now()
     try:
         compiled = engine.compile(job.schema)
     except CompileError as e:
         status = "skipped" if str(e).startswith("skipped:") else "compile_error"
         result.update(status=status, error=str(e))
-        if status == "compile_error":
+        if status == "compile_error" or time_skips:
             result["compile_s"] = (now() - t) / 1e9
         send(("compiled", {"error": str(e)}))
-        return result
+        return None
     except Exception as e:  # noqa: BLE001 - an engine bug must not end the run
         result.update(status="compile_error", error=f"{type(e).__name__}: {e}"[:300], compile_s=(now() - t) / 1e9)
         send(("compiled", {"error": str(e)[:300]}))
-        return result
+        return None
     result["compile_s"] = (now() - t) / 1e9
     send(("compiled", {"compile_s": result["compile_s"]}))
+    return compiled
+
+
+def measure_job(engine: Any, job: Any, vd: Any, options: dict[str, Any], send: Any) -> dict[str, Any]:
+
+    walks = [w for w in job.walks if w.spacing in engine.spacings]
+    result: dict[str, Any] = {"case": job.case, "group": job.group, "walks_planned": len(walks)}
+    gc.collect()
+    rss0 = rss_bytes()
+    compiled = _compile(engine, job, result, send, time_skips=False)
+    if compiled is None:
+        return result
     row = np.zeros(vd.words, dtype=np.int32)
     eos = vd.primary_eos
     never = vd.never_words()
@@ -218,25 +229,12 @@ def measure_stream(engine: Any, job: Any, vd: Any, send: Any, kept: dict[str, An
     goes on with the next request. Memory: RSS held after the compile and after the stream, less
     RSS before the compile (glibc's free pages handed back each time), and for structgen also
     ``Constraint.memory_bytes()``."""
-    from benchmarks.engines import CompileError
 
-    now = time.perf_counter_ns
     result: dict[str, Any] = {"case": job.case, "group": job.group, "walks_planned": len(job.walks)}
     rss0 = _held_rss()
-    t = now()
-    try:
-        compiled = engine.compile(job.schema)
-    except CompileError as e:
-        status = "skipped" if str(e).startswith("skipped:") else "compile_error"
-        result.update(status=status, error=str(e), compile_s=(now() - t) / 1e9)
-        send(("compiled", {"error": str(e)}))
+    compiled = _compile(engine, job, result, send, time_skips=True)
+    if compiled is None:
         return result
-    except Exception as e:  # noqa: BLE001 - an engine bug must not end the run
-        result.update(status="compile_error", error=f"{type(e).__name__}: {e}"[:300], compile_s=(now() - t) / 1e9)
-        send(("compiled", {"error": str(e)[:300]}))
-        return result
-    result["compile_s"] = (now() - t) / 1e9
-    send(("compiled", {"compile_s": result["compile_s"]}))
     result["rss_after_compile_bytes"] = _held_rss() - rss0
     memory_bytes = getattr(compiled, "memory_bytes", None)
     if memory_bytes is not None:

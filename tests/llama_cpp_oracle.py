@@ -119,22 +119,13 @@ class LlamaCppOracle:
     def allows_prefix(self, grammar: str, parts: Sequence[str | int] | str, root: str = "root") -> bool:
         """Whether llama.cpp allows every token of the input in turn (whether it may stop after
         them is not asked)."""
-        if isinstance(parts, str):
-            parts = [parts]
-        sampler = llama_cpp.llama_sampler_init_grammar(self.vocab, grammar.encode("utf-8"), root.encode("utf-8"))
-        if not sampler:
-            raise ValueError("llama.cpp refuses the grammar")
-        try:
-            for token in self.tokens_for(parts):
-                if not self._allowed(sampler, token):
-                    return False
-                llama_cpp.llama_sampler_accept(sampler, token)
-            return True
-        finally:
-            llama_cpp.llama_sampler_free(sampler)
+        return self._walk(grammar, parts, root, and_stop=False)
 
     def accepts(self, grammar: str, parts: Sequence[str | int] | str, root: str = "root") -> bool:
         """Whether llama.cpp accepts the whole input (text parts and token ids) and may stop there."""
+        return self._walk(grammar, parts, root, and_stop=True)
+
+    def _walk(self, grammar: str, parts: Sequence[str | int] | str, root: str, *, and_stop: bool) -> bool:
         if isinstance(parts, str):
             parts = [parts]
         sampler = llama_cpp.llama_sampler_init_grammar(self.vocab, grammar.encode("utf-8"), root.encode("utf-8"))
@@ -145,6 +136,6 @@ class LlamaCppOracle:
                 if not self._allowed(sampler, token):
                     return False
                 llama_cpp.llama_sampler_accept(sampler, token)
-            return self._allowed(sampler, self.eos)
+            return not and_stop or self._allowed(sampler, self.eos)
         finally:
             llama_cpp.llama_sampler_free(sampler)
