@@ -474,7 +474,11 @@ def _read_parts(
         raise ConstraintError("saved constraint is corrupt (crossing token ids)")
     key_list = [tuple(keys[a:b].tolist()) for a, b in zip(key_starts.tolist(), crossings[:, 0].tolist())]
     if len(set(key_list)) != len(key_list) or any(
-        len(k) < 2 or not _is_position(system, k[0], True) or any(not 0 <= t < n_terms for t in k[1:]) for k in key_list
+        len(k) < 2
+        or not 0 <= k[0] < n_configs
+        or not _is_position(system, k[0], True)
+        or any(not 0 <= t < n_terms for t in k[1:])
+        for k in key_list
     ):
         raise ConstraintError("saved constraint is corrupt (crossing keys)")
     # what is built: the sparse words as they are, one copy of each dense mask, nodes as int64
