@@ -30,7 +30,9 @@ them; the frame below a returning call is a position of its own, so the explorat
 a stack of two callers, and recursion at any depth adds no position. Positions over a caller are
 visited before bottom ones (each serves every caller; both breadth first), then the one-frame
 crossings of the frame pairs met. ``Constraint.compile`` then explores whole configurations in
-what is left of the budget (``Constraint.precompute``), whose masks are lookups.
+what is left of the budget (``Constraint.precompute``), whose masks are lookups. A save
+(artifact.py) keeps the position masks, relative parts, crossings and the report; unit counts are
+computed again at first use (two int32 arrays per token each, remembered for the process).
 
 Invariant: every part is computed by the lazy engine's own code on the same key, so a mask
 assembled from a precomputed part is the mask the lazy engine computes, bit for bit; a part not

@@ -7,13 +7,30 @@ and the SHA-256 digest of every other member), the arrays of everything computed
 ``seal``, the digest of the header: SHA-256, or HMAC-SHA256 where the caller saved with a key.
 Every member is covered, so a blob whose masks or tables were edited is refused, not served.
 
+The per-position parts a compile ahead of time made (ahead.py), and the relative walks a
+constraint made at first use, are flat members too, so that a loaded compiled constraint assembles
+its masks without trie walks as the fresh one does: ``parts.npy`` (per part: its configuration,
+a bottom position's or a relative part's, its dense mask or -1, and the ends of its sparse words
+and exit groups), ``part_dense.npy`` (each distinct dense mask once), ``part_sparse.npy`` (word
+index and word of the sparse masks), ``exits.npy`` (per exit group: trie level and the end of its
+nodes), ``exit_nodes.npy``, and the crossings ``crossings.npy`` (ends of each one's key, token
+ids and exit groups), ``crossing_keys.npy`` and ``crossing_ids.npy``. The header holds the compile
+report and the heads whose split was refused. The part members come all together or not at all:
+a version 2 blob saved before they were written loads without them (its parts are computed at
+first use, and it has no report).
+
 Loading trusts nothing in the blob before it is checked: the blob is bounded by the caller's
 ``EngineLimits.max_memory_bytes`` before anything is read; a member must be stored (a compressed
 member could inflate without bound), declare exactly the bytes it holds, have the one dtype and
 shape its role allows; the seal is checked before the header is parsed; every index in the header
 (terms, stacks, configurations, atoms, machines) must point at something that exists; the table's
 targets and the masks' ids must be configurations of the blob. The loaded constraint runs under
-the limits the caller passes (the header holds none). Every malformed blob raises ConstraintError,
+the limits the caller passes (the header holds none). Each part's configuration must be one stack
+at the bottom or over the hole as its kind says, every range's ends must rise to its array's
+length, sparse word indices rise inside the mask, exit levels rise inside the trie and each node
+is one of its level, crossing keys name a relative configuration and terms, token ids and mask
+words are inside the logit width, and what the parts build is charged against
+``max_memory_bytes`` before it is built. Every malformed blob raises ConstraintError,
 a blob for another vocabulary VocabError, and one past the caller's limits LimitError.
 """
 
