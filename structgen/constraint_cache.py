@@ -126,7 +126,7 @@ class ConstraintCache:
         # a saved compiled constraint holds what its compile ahead computed (its per-position
         # parts, restored with its report): it is compiled. One without a report (a dynamic one,
         # or one saved before the parts were) serves at once and is compiled in the background
-        ahead = found and compiled.report is not None  # type: ignore[union-attr]
+        ahead = compiled is not None and compiled.report is not None
         if compiled is None:
             compiled = Constraint.compile(grammar, vocab)
         with self._lock:
