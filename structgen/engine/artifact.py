@@ -236,7 +236,7 @@ def _part_members(parts: ConstraintParts, words: int) -> dict[str, bytes]:
     keys: list[int] = []
     ids: list[np.ndarray] = []
     n_ids = 0
-    for key, (found, further) in sorted(parts.crossings):
+    for key, (found, further) in sorted(parts.crossings, key=lambda entry: entry[0]):
         keys.extend(key)
         ids.append(found)
         n_ids += found.size
