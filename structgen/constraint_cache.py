@@ -13,8 +13,9 @@ background thread; when it finishes, the compiled constraint replaces the dynami
 requests that start afterwards (a request in flight keeps the constraint it started on: a state
 belongs to one constraint). With ``disk_dir``, compiled constraints are also saved there, keyed by
 the grammar's and the vocabulary's fingerprints and sealed with an HMAC key kept in that
-directory, so another process starts with their masks at once (the compile ahead still runs: the
-saved form does not hold its per-position parts); a file that fails to load is deleted and
+directory, so another process starts with them compiled: a saved compiled constraint holds its
+per-position parts and its report, and is not compiled again (one saved before those were kept is
+served at once and compiled again in the background); a file that fails to load is deleted and
 recompiled, never served. :func:`constraint_for` uses the process's default
 cache; :func:`configure` sets its tuning.
 """
@@ -120,11 +121,12 @@ class ConstraintCache:
                 self._cache.move_to_end(key)
                 self._evict()
                 return hit
-        # a saved constraint holds the masks its process computed, not the per-position parts of
-        # an ahead-of-time compile (artifact.py does not save them): it serves at once, and the
-        # compile ahead still runs and replaces it
         compiled = self._from_disk(grammar, vocab)
         found = compiled is not None
+        # a saved compiled constraint holds what its compile ahead computed (its per-position
+        # parts, restored with its report): it is compiled. One without a report (a dynamic one,
+        # or one saved before the parts were) serves at once and is compiled in the background
+        ahead = compiled is not None and compiled.report is not None
         if compiled is None:
             compiled = Constraint.compile(grammar, vocab)
         with self._lock:
@@ -132,6 +134,8 @@ class ConstraintCache:
             self.disk_hits += found
             hit = self._cache.setdefault(key, compiled)
             self._cache.move_to_end(key)
+            if ahead and hit is compiled:
+                self._compiled.add(key)
             self._evict()
             if key not in self._compiled:
                 self._queue(key, grammar, vocab)

@@ -4,12 +4,17 @@ compiled constraints kept on disk between processes."""
 
 from __future__ import annotations
 
+import io
+import json
+import zipfile
+
 import numpy as np
 import pytest
 from generation_support import byte_vocab
 
 from structgen import Grammar, LimitError
 from structgen.constraint_cache import ConstraintCache, ConstraintCacheTuning
+from structgen.engine import artifact as A
 from structgen.grammar import ir
 
 
@@ -123,10 +128,13 @@ def test_compiled_constraints_are_kept_on_disk_for_the_next_process(tmp_path):
     assert (tmp_path / "seal.key").stat().st_mode & 0o077 == 0
     reader = ConstraintCache(tuning)
     loaded = reader.get(g, vocab)
-    assert reader.stats()["disk_hits"] == 1
+    stats = reader.stats()
+    assert stats["disk_hits"] == 1
+    # the saved one holds its compile's parts and report: compiled at once, no compile queued
+    assert reader.is_compiled(g, vocab) and loaded.report is not None
+    assert stats["pending"] == 0 and reader.wait(timeout=0)
     assert walk_masks(loaded, b"diskzz") == walk_masks(dynamic, b"diskzz")
-    # the saved masks serve at once; the compile ahead still runs and replaces the loaded one
-    assert reader.wait(timeout=60) and reader.is_compiled(g, vocab)
+    assert reader.get(g, vocab) is loaded and reader.stats()["compiled_ahead"] == 0
 
 
 def test_an_altered_file_on_disk_is_deleted_and_never_served(tmp_path):
@@ -153,3 +161,33 @@ def test_the_disk_store_is_bounded_in_bytes(tmp_path):
     cache.get(grammar("big"), vocab)
     assert cache.wait(timeout=60)
     assert list(tmp_path.glob("*.sgc")) == []
+
+
+def test_a_compiled_constraint_saved_without_its_parts_is_compiled_again(tmp_path):
+    """A file written before saved constraints held their compile's parts and report (the same
+    version 2 format without those members) serves at once and is compiled in the background."""
+    vocab = byte_vocab()
+    tuning = ConstraintCacheTuning(disk_dir=str(tmp_path))
+    g = grammar("older")
+    writer = ConstraintCache(tuning)
+    writer.get(g, vocab)
+    assert writer.wait(timeout=60)
+    (path,) = tmp_path.glob("*.sgc")
+    with zipfile.ZipFile(io.BytesIO(path.read_bytes())) as zf:
+        members = {name: zf.read(name) for name in zf.namelist() if name not in A._PART_ARRAYS}
+    header = json.loads(bytes(A._array(A.HEADER, members[A.HEADER])).decode())
+    for name in ("report", "spine_refused"):
+        header.pop(name)
+    header["digests"] = {name: header["digests"][name] for name in A._ARRAYS}
+    members[A.HEADER] = A._npy(np.frombuffer(json.dumps(header).encode(), dtype=np.uint8))
+    members[A.SEAL] = A._seal(members[A.HEADER], (tmp_path / "seal.key").read_bytes())
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        for name, data in members.items():
+            zf.writestr(name, data)
+    path.write_bytes(buf.getvalue())
+    reader = ConstraintCache(tuning)
+    loaded = reader.get(g, vocab)
+    assert reader.stats()["disk_hits"] == 1 and loaded.report is None
+    assert reader.wait(timeout=60) and reader.is_compiled(g, vocab) and reader.stats()["compiled_ahead"] == 1
+    assert reader.get(g, vocab) is not loaded

@@ -71,7 +71,8 @@ def rebuild(
         h = header_of(members) if header is None else header
         if isinstance(h, dict):
             h = dict(h)
-            h["digests"] = {n: hashlib.sha256(members[n]).hexdigest() for n in A._ARRAYS if n in members}
+            names = A._ARRAYS + A._PART_ARRAYS
+            h["digests"] = {n: hashlib.sha256(members[n]).hexdigest() for n in names if n in members}
             h = json.dumps(h).encode()
         members[A.HEADER] = A._npy(np.frombuffer(h, dtype=np.uint8))
         members[A.SEAL] = A._seal(members[A.HEADER], key)

@@ -30,7 +30,9 @@ them; the frame below a returning call is a position of its own, so the explorat
 a stack of two callers, and recursion at any depth adds no position. Positions over a caller are
 visited before bottom ones (each serves every caller; both breadth first), then the one-frame
 crossings of the frame pairs met. ``Constraint.compile`` then explores whole configurations in
-what is left of the budget (``Constraint.precompute``), whose masks are lookups.
+what is left of the budget (``Constraint.precompute``), whose masks are lookups. A save
+(artifact.py) keeps the position masks, relative parts, crossings and the report; unit counts are
+computed again at first use (two int32 arrays per token each, remembered for the process).
 
 Invariant: every part is computed by the lazy engine's own code on the same key, so a mask
 assembled from a precomputed part is the mask the lazy engine computes, bit for bit; a part not
@@ -110,8 +112,21 @@ class PositionMasks:
     def add_relative(self, rel: int, part: tuple[np.ndarray, Exits]) -> None:
         words, exits = part
         self.add(rel, words)
+        self.add_exits(rel, exits)
+
+    def add_exits(self, rel: int, exits: Exits) -> None:
+        """The exits of relative configuration ``rel``, whose mask is kept (``add``)."""
         self._exits[rel] = exits
         self.nbytes += sum(nodes.nbytes + byts.nbytes for nodes, byts in exits.values())
+
+    def entries(self) -> list[tuple[int, tuple[np.ndarray, np.ndarray] | np.ndarray, Exits | None]]:
+        """Every mask kept, as ``(cid, mask, exits)``: ``mask`` the (index, values) of a sparse
+        one or the packed words of a dense one, ``exits`` those of a relative part (None for a
+        bottom position). What a save writes (the arrays are never written after ``add``)."""
+        out: list[tuple[int, tuple[np.ndarray, np.ndarray] | np.ndarray, Exits | None]] = []
+        out += [(cid, sparse, self._exits.get(cid)) for cid, sparse in self._sparse.items()]
+        out += [(cid, dense, self._exits.get(cid)) for cid, dense in self._dense.items()]
+        return out
 
     def relative(self, rel: int) -> tuple[np.ndarray, Exits] | None:
         """The packed mask and exits of relative configuration ``rel``, or None if not kept."""
@@ -126,9 +141,18 @@ class PositionMasks:
     def add(self, cid: int, words: np.ndarray) -> None:
         nz = np.flatnonzero(words)
         if nz.size * 8 <= words.nbytes // 4:
-            self._sparse[cid] = (nz.astype(np.int32), words[nz].copy())
-            self.nbytes += nz.size * 8 + 64
+            self.add_sparse(cid, nz.astype(np.int32), words[nz].copy())
             return
+        self.add_dense(cid, words)
+
+    def add_sparse(self, cid: int, index: np.ndarray, values: np.ndarray) -> None:
+        """Keep the mask of ``cid`` as the int32 ``values`` of its words at ``index`` (the other
+        words are zero)."""
+        self._sparse[cid] = (index, values)
+        self.nbytes += index.size * 8 + 64
+
+    def add_dense(self, cid: int, words: np.ndarray) -> None:
+        """Keep the packed mask ``words`` of ``cid`` (read-only), shared with an equal one kept."""
         # found by a digest, kept only after a comparison: equal digests of unequal masks would
         # be a wrong mask, however unlikely
         same = self._by_digest.setdefault(hashlib.blake2b(words.data, digest_size=16).digest(), [])
@@ -185,6 +209,37 @@ class CompileReport:
         """Whether every mask along the grammar is assembled from precomputed parts."""
         return not self.truncated and not any(self.lazy.values())
 
+    def to_data(self) -> dict[str, object]:
+        """The report as JSON data (what a save writes in its header)."""
+        return {name: getattr(self, name) for name in _REPORT_FIELDS}
+
+    @classmethod
+    def from_data(cls, data: object) -> CompileReport:
+        """The report ``to_data`` wrote; ConstraintError where a field is missing or of the
+        wrong type or range (a saved blob is not trusted)."""
+        if not isinstance(data, dict) or set(data) != set(_REPORT_FIELDS):
+            raise ConstraintError("saved constraint is corrupt (compile report fields)")
+        counts = [data[name] for name in _REPORT_COUNTS]
+        lazy, stopped_by, seconds = data["lazy"], data["stopped_by"], data["seconds"]
+        if (
+            not all(_count(v) for v in counts)
+            or not isinstance(lazy, dict)
+            or not all(k in LAZY_REASONS and _count(v) for k, v in lazy.items())
+            or not isinstance(data["truncated"], bool)
+            or stopped_by not in _STOPPED_BY
+            or isinstance(seconds, bool)
+            or not isinstance(seconds, (int, float))
+            or not 0 <= seconds < float("inf")
+        ):
+            raise ConstraintError("saved constraint is corrupt (compile report)")
+        return cls(
+            **{name: data[name] for name in _REPORT_COUNTS},
+            lazy=dict(lazy),
+            truncated=data["truncated"],
+            stopped_by=stopped_by,
+            seconds=float(seconds),
+        )
+
     def describe(self) -> str:
         parts = [
             f"{self.positions} positions, {self.relative_parts} relative parts, {self.bottom_masks} bottom masks, "
@@ -196,6 +251,25 @@ class CompileReport:
             if n:
                 parts.append(f"lazy: {n} {kind} ({LAZY_REASONS[kind]})")
         return "; ".join(parts)
+
+
+#: the report's counts (non-negative integers), and every field a saved report holds
+_REPORT_COUNTS = (
+    "positions",
+    "relative_parts",
+    "bottom_masks",
+    "unit_counts",
+    "crossings",
+    "filtered_counts",
+    "memory_bytes",
+)
+_REPORT_FIELDS = _REPORT_COUNTS + ("lazy", "truncated", "stopped_by", "seconds")
+#: the limits an exploration may stop at (``CompileReport.stopped_by``)
+_STOPPED_BY = (None, "aot_max_positions", "aot_budget_ms", "aot_max_bytes")
+
+
+def _count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 1 << 62
 
 
 def compile_ahead(

@@ -7,13 +7,30 @@ and the SHA-256 digest of every other member), the arrays of everything computed
 ``seal``, the digest of the header: SHA-256, or HMAC-SHA256 where the caller saved with a key.
 Every member is covered, so a blob whose masks or tables were edited is refused, not served.
 
+The per-position parts a compile ahead of time made (ahead.py), and the relative walks a
+constraint made at first use, are flat members too, so that a loaded compiled constraint assembles
+its masks without trie walks as the fresh one does: ``parts.npy`` (per part: its configuration,
+a bottom position's or a relative part's, its dense mask or -1, and the ends of its sparse words
+and exit groups), ``part_dense.npy`` (each distinct dense mask once), ``part_sparse.npy`` (word
+index and word of the sparse masks), ``exits.npy`` (per exit group: trie level and the end of its
+nodes), ``exit_nodes.npy``, and the crossings ``crossings.npy`` (ends of each one's key, token
+ids and exit groups), ``crossing_keys.npy`` and ``crossing_ids.npy``. The header holds the compile
+report and the heads whose split was refused. The part members come all together or not at all:
+a version 2 blob saved before they were written loads without them (its parts are computed at
+first use, and it has no report).
+
 Loading trusts nothing in the blob before it is checked: the blob is bounded by the caller's
 ``EngineLimits.max_memory_bytes`` before anything is read; a member must be stored (a compressed
 member could inflate without bound), declare exactly the bytes it holds, have the one dtype and
 shape its role allows; the seal is checked before the header is parsed; every index in the header
 (terms, stacks, configurations, atoms, machines) must point at something that exists; the table's
 targets and the masks' ids must be configurations of the blob. The loaded constraint runs under
-the limits the caller passes (the header holds none). Every malformed blob raises ConstraintError,
+the limits the caller passes (the header holds none). Each part's configuration must be one stack
+at the bottom or over the hole as its kind says, every range's ends must rise to its array's
+length, sparse word indices rise inside the mask, exit levels rise inside the trie and each node
+is one of its level, crossing keys name a relative configuration and terms, token ids and mask
+words are inside the logit width, and what the parts build is charged against
+``max_memory_bytes`` before it is built. Every malformed blob raises ConstraintError,
 a blob for another vocabulary VocabError, and one past the caller's limits LimitError.
 """
 
@@ -32,16 +49,31 @@ from ..errors import ConstraintError, GrammarError, LimitError, VocabError
 from ..grammar import ir
 from ..grammar.serialize import grammar_from_data, grammar_to_data
 from ..vocab import Vocab
+from .ahead import CompileReport
 from .configs import ConfigSystem
 from .limits import EngineLimits
 from .machines import SYMBOL_BASE, Machines, _Lowering, is_call, symbol_index
 from .masks import words_for
+from .shared_walks import Exits
 from .table import UNKNOWN
-from .terms import ALT_K, AND_K, BYTES_K, DIFF_K, LAZY_K, POSS_K, REPEAT_K, SEQ_K, SYM_K, TermStore, repeat_flags
+from .terms import (
+    ALT_K,
+    AND_K,
+    BYTES_K,
+    DIFF_K,
+    LAZY_K,
+    NOTHING,
+    POSS_K,
+    REPEAT_K,
+    SEQ_K,
+    SYM_K,
+    TermStore,
+    repeat_flags,
+)
 from .tuning import DEFAULT_ENGINE_TUNING, EngineTuning
 
 if TYPE_CHECKING:
-    from .constraint import Constraint
+    from .constraint import Constraint, ConstraintParts
 
 FORMAT = "structgen-constraint"
 VERSION = 2
@@ -49,10 +81,39 @@ VERSION = 2
 HEADER, TABLE, MASK_IDS, MASKS, SEAL = "header.npy", "table.npy", "mask_ids.npy", "masks.npy", "seal"
 _ARRAYS = (TABLE, MASK_IDS, MASKS)
 _MEMBERS = frozenset((HEADER, SEAL) + _ARRAYS)
+#: the per-position parts (see the module docstring): optional, all or none (a version 2 blob
+#: saved before they were written has none)
+PARTS, PART_DENSE, PART_SPARSE = "parts.npy", "part_dense.npy", "part_sparse.npy"
+EXITS, EXIT_NODES = "exits.npy", "exit_nodes.npy"
+CROSSINGS, CROSSING_KEYS, CROSSING_IDS = "crossings.npy", "crossing_keys.npy", "crossing_ids.npy"
+_PART_ARRAYS = (PARTS, PART_DENSE, PART_SPARSE, EXITS, EXIT_NODES, CROSSINGS, CROSSING_KEYS, CROSSING_IDS)
+_MEMBERS_WITH_PARTS = _MEMBERS | frozenset(_PART_ARRAYS)
+#: columns of the 2-D part members: a part's (configuration, kind, dense mask or -1, end of its
+#: sparse words, end of its exit groups); an exit group's (level, end of its nodes); a
+#: crossing's (end of its key, end of its token ids, end of its exit groups)
+_COLUMNS = {PARTS: 5, PART_SPARSE: 2, EXITS: 2, CROSSINGS: 3}
+#: a part's kind: the mask of a bottom position, or a relative part (mask and exits)
+BOTTOM, RELATIVE = 0, 1
+#: bytes a restored entry (a part, an exit group, a crossing) costs beside its arrays: a dict
+#: slot, a tuple and an array header, charged against ``max_memory_bytes`` before it is built
+PART_ENTRY_BYTES = 256
 #: the members of a version 1 blob (no digests), named in the error that refuses one
 _VERSION_1_MEMBERS = frozenset(("header.npy", "table.npy", "mask_ids.npy", "masks.npy"))
 #: dtype and dimensions of each array member (little-endian on every machine)
-_LAYOUT = {HEADER: ("|u1", 1), TABLE: ("<i4", 2), MASK_IDS: ("<i8", 1), MASKS: ("<i4", 2)}
+_LAYOUT = {
+    HEADER: ("|u1", 1),
+    TABLE: ("<i4", 2),
+    MASK_IDS: ("<i8", 1),
+    MASKS: ("<i4", 2),
+    PARTS: ("<i8", 2),
+    PART_DENSE: ("<i4", 2),
+    PART_SPARSE: ("<i4", 2),
+    EXITS: ("<i8", 2),
+    EXIT_NODES: ("<i4", 1),
+    CROSSINGS: ("<i8", 2),
+    CROSSING_KEYS: ("<i8", 1),
+    CROSSING_IDS: ("<i4", 1),
+}
 #: the header's JSON is at most this deep (it is 6 deep; a deeper one is hostile, and would
 #: reach Python's recursion limit inside the JSON reader)
 MAX_HEADER_DEPTH = 32
@@ -95,6 +156,10 @@ def save_constraint(c: Constraint, *, key: bytes | None = None) -> bytes:
     mask_ids = np.asarray([cid for cid, _ in cached], dtype="<i8")
     masks = np.stack([w for _, w in cached]).astype("<i4") if cached else np.zeros((0, c.mask_words_per_row), "<i4")
     members = {TABLE: _npy(rows), MASK_IDS: _npy(mask_ids), MASKS: _npy(masks)}
+    members.update(_part_members(snap.parts, c.mask_words_per_row))
+    header["spine_refused"] = snap.parts.spine_refused
+    if c.report is not None:
+        header["report"] = c.report.to_data()
     header["digests"] = {name: hashlib.sha256(data).hexdigest() for name, data in members.items()}
     header["seal"] = "sha256" if key is None else "hmac-sha256"
     header_npy = _npy(np.frombuffer(json.dumps(header).encode("utf-8"), dtype="|u1"))
@@ -126,6 +191,66 @@ def _header_data(c: Constraint, n_terms: int, n_stacks: int, n_configs: int) -> 
         "terms": [_encode_term(store, t) for t in range(2, n_terms)],
         "stacks": [[system.stack_parent[i], system.stack_top[i]] for i in range(n_stacks)],
         "configs": [list(system.configs[i]) for i in range(1, n_configs)],
+    }
+
+
+def _part_members(parts: ConstraintParts, words: int) -> dict[str, bytes]:
+    """The part members: flat arrays, each ragged list as the ends of its entries' ranges."""
+    entries = list(parts.positions)
+    kept = {cid for cid, _, _ in entries}
+    for rel, (w, exits) in parts.relative:
+        if rel not in kept:
+            nz = np.flatnonzero(w)
+            # the rule PositionMasks.add keeps a mask sparse by
+            entries.append((rel, (nz, w[nz]) if nz.size * 8 <= w.nbytes // 4 else w, exits))
+    entries.sort(key=lambda e: e[0])
+    rows: list[tuple[int, int, int, int, int]] = []
+    dense: list[np.ndarray] = []
+    dense_at: dict[bytes, int] = {}
+    sparse: list[np.ndarray] = []
+    groups: list[tuple[int, int]] = []
+    nodes: list[np.ndarray] = []
+    ends = {"sparse": 0, "nodes": 0}
+
+    def put_exits(exits: Exits) -> None:
+        for level, (at, _) in sorted(exits.items()):
+            nodes.append(at)
+            ends["nodes"] += at.size
+            groups.append((level, ends["nodes"]))
+
+    for cid, mask, exits in entries:
+        ref = -1
+        if isinstance(mask, tuple):
+            sparse.append(
+                np.stack([mask[0], mask[1]], axis=1).astype("<i4") if mask[0].size else np.zeros((0, 2), "<i4")
+            )
+            ends["sparse"] += mask[0].size
+        else:
+            ref = dense_at.setdefault(mask.tobytes(), len(dense))
+            if ref == len(dense):
+                dense.append(mask)
+        if exits is not None:
+            put_exits(exits)
+        rows.append((cid, BOTTOM if exits is None else RELATIVE, ref, ends["sparse"], len(groups)))
+    crossings: list[tuple[int, int, int]] = []
+    keys: list[int] = []
+    ids: list[np.ndarray] = []
+    n_ids = 0
+    for key, (found, further) in sorted(parts.crossings, key=lambda entry: entry[0]):
+        keys.extend(key)
+        ids.append(found)
+        n_ids += found.size
+        put_exits(further)
+        crossings.append((len(keys), n_ids, len(groups)))
+    return {
+        PARTS: _npy(np.asarray(rows, dtype="<i8").reshape(-1, 5)),
+        PART_DENSE: _npy(np.stack(dense).astype("<i4") if dense else np.zeros((0, words), "<i4")),
+        PART_SPARSE: _npy(np.concatenate(sparse) if sparse else np.zeros((0, 2), "<i4")),
+        EXITS: _npy(np.asarray(groups, dtype="<i8").reshape(-1, 2)),
+        EXIT_NODES: _npy(np.concatenate(nodes).astype("<i4") if nodes else np.zeros(0, "<i4")),
+        CROSSINGS: _npy(np.asarray(crossings, dtype="<i8").reshape(-1, 3)),
+        CROSSING_KEYS: _npy(np.asarray(keys, dtype="<i8")),
+        CROSSING_IDS: _npy(np.concatenate(ids).astype("<i4") if ids else np.zeros(0, "<i4")),
     }
 
 
@@ -174,7 +299,7 @@ def load_constraint(
 
 
 def _load(blob: object, vocab: Vocab, limits: EngineLimits, key: bytes | None, tuning: EngineTuning) -> Constraint:
-    from .constraint import Constraint, DynamicConstraint
+    from .constraint import Constraint, ConstraintParts, DynamicConstraint
 
     members = _read_members(blob, limits)
     header_npy = members[HEADER]
@@ -197,7 +322,8 @@ def _load(blob: object, vocab: Vocab, limits: EngineLimits, key: bytes | None, t
     if header.get("vocab_fingerprint") != vocab.fingerprint:
         raise VocabError("the saved constraint was compiled for another vocabulary")
     digests = _field(header, "digests", dict)
-    for name in _ARRAYS:
+    with_parts = PARTS in members
+    for name in _ARRAYS + (_PART_ARRAYS if with_parts else ()):
         if not hmac.compare_digest(hashlib.sha256(members[name]).hexdigest(), str(digests.get(name))):
             raise ConstraintError(f"saved constraint's {name} fails its digest: corrupt or altered")
     table = _array(TABLE, members[TABLE])
@@ -263,10 +389,174 @@ def _load(blob: object, vocab: Vocab, limits: EngineLimits, key: bytes | None, t
     if kind not in ("dynamic", "compiled"):
         raise ConstraintError(f"saved constraint is corrupt (kind {str(kind)[:40]!r})")
     cls = DynamicConstraint if kind == "dynamic" else Constraint
+    report = None
+    if "report" in header:
+        if kind != "compiled":
+            raise ConstraintError("saved constraint is corrupt (a compile report for a dynamic constraint)")
+        report = CompileReport.from_data(header["report"])
+    refused = _list_of(header.get("spine_refused", []), int, "refused splits")
+    if any(not 0 <= t < n_terms for t in refused):
+        raise ConstraintError("saved constraint is corrupt (refused splits)")
     c = cls(grammar, vocab, machines, system, limits, tuning)
     # the caller's cache bound holds from the start: the saved masks past it are not kept
     c.restore(table, zip(mask_ids.tolist(), masks))
+    if with_parts:
+        positions, crossings = _read_parts(members, c, n_terms, limits)
+        c.restore_parts(ConstraintParts(positions, [], crossings, refused), report)
+    elif refused or report is not None:
+        c.restore_parts(ConstraintParts([], [], [], refused), report)
     return c
+
+
+def _starts(ends: np.ndarray, base: int, total: int, what: str) -> np.ndarray:
+    """The starts of ragged ranges given their ``ends``: they must rise from ``base`` to
+    ``total`` (none may end before it starts)."""
+    starts = np.concatenate([np.asarray([base], dtype=np.int64), ends[:-1]])
+    if (ends < starts).any() or (int(ends[-1]) if ends.size else base) != total:
+        raise ConstraintError(f"saved constraint is corrupt ({what} offsets)")
+    return starts
+
+
+def _rising_within(values: np.ndarray, starts: np.ndarray, what: str) -> None:
+    """``values`` must rise strictly inside each range that begins at one of ``starts``."""
+    if values.size < 2:
+        return
+    first = np.zeros(values.size, dtype=bool)
+    first[starts[starts < values.size]] = True
+    if ((np.diff(values) <= 0) & ~first[1:]).any():
+        raise ConstraintError(f"saved constraint is corrupt ({what} out of order)")
+
+
+def _read_parts(
+    members: dict[str, bytes], c: Constraint, n_terms: int, limits: EngineLimits
+) -> tuple[list[tuple[int, tuple[np.ndarray, np.ndarray] | np.ndarray, Exits | None]], list[Any]]:
+    """The saved per-position parts of ``c``, every id checked against its configurations,
+    terms, trie and logit width, and their size against ``limits`` before they are built."""
+    arrays = {name: _array(name, members[name]) for name in _PART_ARRAYS}
+    for name, columns in _COLUMNS.items():
+        if arrays[name].shape[1] != columns:
+            raise ConstraintError(f"saved constraint is corrupt ({name} of shape {arrays[name].shape})")
+    system, trie, width = c.system, c._trie, c.vocab.logit_width
+    words = words_for(width)
+    parts, dense, sparse, groups = arrays[PARTS], arrays[PART_DENSE], arrays[PART_SPARSE], arrays[EXITS]
+    nodes, crossings, keys, ids = arrays[EXIT_NODES], arrays[CROSSINGS], arrays[CROSSING_KEYS], arrays[CROSSING_IDS]
+    n_configs = len(system.configs)
+    cids, kinds, refs = parts[:, 0], parts[:, 1], parts[:, 2]
+    if parts.size and (
+        int(cids.min()) < 0
+        or int(cids.max()) >= n_configs
+        or np.unique(cids).size != cids.size
+        or not np.isin(kinds, (BOTTOM, RELATIVE)).all()
+        or int(refs.min()) < -1
+        or int(refs.max()) >= dense.shape[0]
+    ):
+        raise ConstraintError("saved constraint is corrupt (part ids)")
+    for cid, kind in zip(cids.tolist(), kinds.tolist()):
+        if not _is_position(system, cid, kind == RELATIVE):
+            raise ConstraintError("saved constraint is corrupt (a part of no position)")
+    # masks: dense ones of the logit width; sparse ones as rising word indices inside it
+    if dense.shape[1] != words:
+        raise ConstraintError(f"saved constraint is corrupt (dense masks of {dense.shape[1]} words, not {words})")
+    sparse_starts = _starts(parts[:, 3], 0, sparse.shape[0], "sparse mask")
+    if ((refs >= 0) & (parts[:, 3] > sparse_starts)).any():
+        raise ConstraintError("saved constraint is corrupt (a part both dense and sparse)")
+    index, values = sparse[:, 0], sparse[:, 1]
+    if index.size and (int(index.min()) < 0 or int(index.max()) >= words):
+        raise ConstraintError("saved constraint is corrupt (sparse mask words)")
+    _rising_within(index, sparse_starts, "sparse mask words")
+    if width % 32 and (
+        (dense[:, -1].view(np.uint32) >> (width % 32)).any()
+        or (values[index == words - 1].view(np.uint32) >> (width % 32)).any()
+    ):
+        raise ConstraintError("saved constraint is corrupt (part masks allow ids past the logit width)")
+    # exits: rising levels of the trie per part or crossing, nodes of their level
+    group_starts = _starts(parts[:, 4], 0, int(parts[-1, 4]) if parts.size else 0, "exit group")
+    if ((kinds == BOTTOM) & (parts[:, 4] > group_starts)).any():
+        raise ConstraintError("saved constraint is corrupt (exits of a bottom position)")
+    split = int(parts[-1, 4]) if parts.size else 0
+    crossing_groups = _starts(crossings[:, 2], split, groups.shape[0], "crossing exit group")
+    levels = groups[:, 0]
+    if levels.size and (int(levels.min()) < 0 or int(levels.max()) >= trie.depth):
+        raise ConstraintError("saved constraint is corrupt (exit levels)")
+    _rising_within(levels, np.concatenate([group_starts, crossing_groups]), "exit levels")
+    node_starts = _starts(groups[:, 1], 0, nodes.size, "exit node")
+    level_sizes = np.asarray([b.size for b in trie.level_byte], dtype=np.int64)
+    node_levels = np.repeat(levels, groups[:, 1] - node_starts)
+    if nodes.size and (int(nodes.min()) < 0 or (nodes >= level_sizes[node_levels]).any()):
+        raise ConstraintError("saved constraint is corrupt (exit nodes)")
+    # crossings: keys of a relative configuration and the tops crossed, token ids in the width
+    key_starts = _starts(crossings[:, 0], 0, keys.size, "crossing key")
+    id_starts = _starts(crossings[:, 1], 0, ids.size, "crossing id")
+    if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= width):
+        raise ConstraintError("saved constraint is corrupt (crossing token ids)")
+    key_list = [tuple(keys[a:b].tolist()) for a, b in zip(key_starts.tolist(), crossings[:, 0].tolist())]
+    if len(set(key_list)) != len(key_list) or any(
+        len(k) < 2
+        or not 0 <= k[0] < n_configs
+        or not _is_position(system, k[0], True)
+        or any(not 0 <= t < n_terms for t in k[1:])
+        for k in key_list
+    ):
+        raise ConstraintError("saved constraint is corrupt (crossing keys)")
+    # what is built: the sparse words as they are, one copy of each dense mask, nodes as int64
+    # with their bytes, the crossings' ids, and an entry for each
+    need = (
+        sparse.nbytes
+        + dense.nbytes
+        + nodes.size * 9
+        + ids.nbytes
+        + (parts.shape[0] + groups.shape[0] + crossings.shape[0]) * PART_ENTRY_BYTES
+    )
+    if c.memory_bytes() + need > limits.max_memory_bytes:
+        raise LimitError(
+            f"saved constraint's parts would take about {need} bytes beside {c.memory_bytes()}",
+            limit="max_memory_bytes",
+            value=limits.max_memory_bytes,
+        )
+    all_nodes = nodes.astype(np.int64)
+    exits_of = []
+    for level, a, b in zip(levels.tolist(), node_starts.tolist(), groups[:, 1].tolist()):
+        at = all_nodes[a:b]
+        exits_of.append((level, (at, trie.level_byte[level][at])))
+
+    def exits(a: int, b: int) -> Exits:
+        return dict(exits_of[a:b])
+
+    masks = np.array(dense)  # one copy, shared by the parts of each mask
+    masks.flags.writeable = False
+    index, values = index.astype(np.int32), values.astype(np.int32)
+    positions: list[tuple[int, tuple[np.ndarray, np.ndarray] | np.ndarray, Exits | None]] = []
+    for cid, kind, ref, a, b, ga, gb in zip(
+        cids.tolist(),
+        kinds.tolist(),
+        refs.tolist(),
+        sparse_starts.tolist(),
+        parts[:, 3].tolist(),
+        group_starts.tolist(),
+        parts[:, 4].tolist(),
+    ):
+        mask = masks[ref] if ref >= 0 else (index[a:b], values[a:b])
+        positions.append((cid, mask, exits(ga, gb) if kind == RELATIVE else None))
+    found = np.array(ids)
+    restored = [
+        (key, (found[a:b], exits(ga, gb)))
+        for key, a, b, ga, gb in zip(
+            key_list, id_starts.tolist(), crossings[:, 1].tolist(), crossing_groups.tolist(), crossings[:, 2].tolist()
+        )
+    ]
+    return positions, restored
+
+
+def _is_position(system: ConfigSystem, cid: int, relative: bool) -> bool:
+    """Whether configuration ``cid`` is one stack at the bottom, or (``relative``) one stack over
+    the hole (``ConfigSystem.relative``): the configurations parts are kept for."""
+    stacks = system.configs[cid]
+    if len(stacks) != 1:
+        return False
+    parent = system.stack_parent[stacks[0]]
+    if not relative:
+        return parent == -1
+    return parent >= 0 and system.stack_parent[parent] == -2 and system.stack_top[parent] == NOTHING
 
 
 def _read_members(blob: object, limits: EngineLimits) -> dict[str, bytes]:
@@ -287,7 +577,7 @@ def _read_members(blob: object, limits: EngineLimits) -> dict[str, bytes]:
         raise ConstraintError(f"not a saved structgen constraint ({e})") from e
     infos = zf.infolist()
     names = [info.filename for info in infos]
-    if len(names) != len(set(names)) or set(names) != _MEMBERS:
+    if len(names) != len(set(names)) or set(names) not in (_MEMBERS, _MEMBERS_WITH_PARTS):
         if set(names) == _VERSION_1_MEMBERS:
             raise ConstraintError(
                 f"saved constraint has format version 1, this structgen reads {VERSION}: save it again"

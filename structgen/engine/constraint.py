@@ -49,6 +49,7 @@ from .limits import DEFAULT_ENGINE_LIMITS, EngineLimits
 from .loop_regions import LoopRegion
 from .machines import Machines, build_machines, token_symbol
 from .masks import pack_ids, pack_ids_onto, unpack, words_for
+from .shared_walks import Exits
 from .table import TransitionTable
 from .terms import ALT_K, BYTES_K, EMPTY, HAS_POSS, HAS_SYM, REPEAT_K, SEQ_K
 from .token_budget import DEFAULT_TOKEN_BUDGET_TUNING, TokenCounter, multibyte_ends
@@ -138,6 +139,10 @@ class Constraint:
         self._clamp = CountClamp(system, lambda: byte_limits_for(vocab), tuning=tuning)
         self._budget_clamp = CountClamp(system, lambda: byte_limits_for(vocab), keep_lengths=True, tuning=tuning)
         self.shared_walk_hits = 0  # walks over the hole another constraint made (see ``stats``)
+        #: relative parts and crossings this constraint computed (not found precomputed or
+        #: saved): what a loaded compiled constraint should not repeat (see ``stats``)
+        self.relative_walks = 0
+        self.crossing_walks = 0
         self._bound = CompletionBound(system, machines.rule_bound)
         self._token_counter: TokenCounter | None = None
         self._bytes_bound: bool | None = None
@@ -375,6 +380,7 @@ class Constraint:
         found = self._crossings.get(here)
         if found is None:
             found = self._table.walk_from_relative(system.relative(top), self._trie, exits)
+            self.crossing_walks += 1
             if len(self._crossings) >= self.limits.max_cached_masks:
                 self._crossings.pop(next(iter(self._crossings)))
             self._crossings[here] = found
@@ -393,6 +399,7 @@ class Constraint:
         ``shared`` (a head split before a word: small, and the JSON skeleton between a key and
         the next one recurs in every schema), another constraint on this vocabulary may have
         walked a head of the same structure already (shared_walks.py)."""
+        self.relative_walks += 1
         structure = self._term_keys.of(top) if shared and self.tuning.shared_walks else None
         if structure is not None:
             found = shared_walks.lookup(self._trie, self._width, structure)
@@ -956,7 +963,13 @@ class Constraint:
             n_configs = len(system.configs)
             rows = np.array(self._table.rows[: min(n_configs, self._table.rows.shape[0])], dtype="<i4")
             masks = sorted(self._masks.items())
-        return ConstraintSnapshot(n_terms, n_stacks, n_configs, rows, masks)
+            parts = ConstraintParts(
+                self._positions.entries(),
+                list(self._relative.items()),
+                list(self._crossings.items()),
+                sorted(self._spine_refused),
+            )
+        return ConstraintSnapshot(n_terms, n_stacks, n_configs, rows, masks, parts)
 
     def restore(self, rows: np.ndarray, masks: Iterable[tuple[int, np.ndarray]]) -> None:
         """Take a saved transition table (its first rows) and saved masks (the first
@@ -969,6 +982,26 @@ class Constraint:
                 w = np.array(row, dtype=np.int32)
                 w.flags.writeable = False
                 self._masks[cid] = w
+            self._check_memory()
+
+    def restore_parts(self, parts: ConstraintParts, report: CompileReport | None) -> None:
+        """Take the saved parts of a compile ahead of time (``ConstraintParts``, checked by the
+        caller against this constraint's configurations, terms and trie) and its ``report``:
+        masks and relative parts into the compact position masks, crossings up to
+        ``limits.max_cached_masks``. LimitError past ``limits.max_memory_bytes``."""
+        with self._lock:
+            for cid, mask, exits in parts.positions:
+                if isinstance(mask, tuple):
+                    self._positions.add_sparse(cid, *mask)
+                else:
+                    self._positions.add_dense(cid, mask)
+                if exits is not None:
+                    self._positions.add_exits(cid, exits)
+            for key, found in itertools.islice(parts.crossings, self.limits.max_cached_masks):
+                self._crossings[key] = found
+            self._spine_refused.update(parts.spine_refused)
+            self.report = report
+            self._memory_checked_at = -1  # the parts count: look again
             self._check_memory()
 
     def save(self, *, key: bytes | None = None) -> bytes:
@@ -1043,6 +1076,8 @@ class Constraint:
             "entered_literal": self._table.entered_literal,
             "splices": self._table.splices,
             "shared_walk_hits": self.shared_walk_hits,
+            "relative_walks": self.relative_walks,
+            "crossing_walks": self.crossing_walks,
         }
 
 
@@ -1056,6 +1091,22 @@ class ConstraintSnapshot(NamedTuple):
     rows: np.ndarray
     #: cached masks as (configuration, packed words), by configuration
     masks: list[tuple[int, np.ndarray]]
+    #: what a compile ahead of time (or use) computed per position
+    parts: ConstraintParts
+
+
+class ConstraintParts(NamedTuple):
+    """The per-position parts a constraint holds beside its table and masks (ahead.py)."""
+
+    #: the compact position masks (``PositionMasks.entries``): (configuration, (index, values)
+    #: of a sparse mask or a dense one's words, exits of a relative part or None)
+    positions: list[tuple[int, tuple[np.ndarray, np.ndarray] | np.ndarray, Exits | None]]
+    #: relative configuration -> (packed mask, exits) of relative walks made at first use
+    relative: list[tuple[int, tuple[np.ndarray, Exits]]]
+    #: (relative configuration, tops crossed...) -> (token ids, exits) (``Constraint._crossing``)
+    crossings: list[tuple[tuple[int, ...], tuple[np.ndarray, Exits]]]
+    #: heads whose split the constraint refused (``Constraint._spine_refused``)
+    spine_refused: list[int]
 
 
 class DynamicConstraint(Constraint):
