@@ -218,6 +218,14 @@ def _json_schema_verdict(schema: Any, data: bytes) -> str:
     return "jsonschema: the value itself is valid; only its layout (whitespace) is outside what structgen accepts"
 
 
+def _one_shot() -> None:
+    """A command that generates once and exits gains nothing from a compile ahead of time, whose
+    background thread would only compete with the generation for the interpreter."""
+    from .constraint_cache import ConstraintCacheTuning, configure
+
+    configure(ConstraintCacheTuning(compile_ahead=False))
+
+
 def cmd_generate(args: argparse.Namespace) -> int:
     from .constraint_cache import constraint_for
     from .generate import stream
@@ -225,6 +233,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     from .models import load_llama, require_model
     from .output_types import resolve_output
 
+    _one_shot()
     output_type = load_output_type(args.schema)
     options = _schema_options(args)
     model_path = Path(args.model) if args.model else require_model("smollm2")
@@ -272,6 +281,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from .demo import run
     from .models import load_llama, require_model
 
+    _one_shot()
     llm = load_llama(Path(args.model) if args.model else require_model("smollm2"), n_ctx=2048, n_threads=args.threads)
     with contextlib.closing(llm):
         run(llm, seed=args.seed, temperature=args.temperature)
