@@ -155,7 +155,7 @@ def test_maskbench_sample_is_deterministic(corpora: pathlib.Path) -> None:
 def test_end_to_end_small_run(tmp_path: pathlib.Path) -> None:
     if vocab_path("llama-spm") is None:
         pytest.skip("asset vocab/llama-spm missing: run make assets")
-    pytest.importorskip("glrmask")
+    pytest.importorskip("glrmask", reason="glrmask (the GLRM oracle) is not installed (pip install '.[test]')")
     from benchmarks import bench_masks
 
     out_file = tmp_path / "out.json"
@@ -195,7 +195,7 @@ def test_mask_calls_are_the_same_in_every_run() -> None:
     """`benchmarks/mask_calls.py` counts calls, not time: two counts of one walk agree."""
     if vocab_path("llama-spm") is None:
         pytest.skip("asset vocab/llama-spm missing: run make assets")
-    pytest.importorskip("llama_cpp")
+    pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (pip install '.[llama]')")
     from benchmarks import mask_calls
 
     first = mask_calls.count(["enum"], "llama-spm")
@@ -211,7 +211,7 @@ def test_ab_revisions_runs_both_revisions_in_fresh_processes() -> None:
     a root without one) and prints one table row per schema; its worktrees are removed."""
     if vocab_path("llama-spm") is None:
         pytest.skip("asset vocab/llama-spm missing: run make assets")
-    pytest.importorskip("llama_cpp")
+    pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (pip install '.[llama]')")
     import shutil
     import subprocess
     import sys

@@ -25,7 +25,7 @@ from benchmarks.stream_instances import (  # noqa: E402
     validator_for,
 )
 
-pytest.importorskip("hypothesis_jsonschema")
+pytest.importorskip("hypothesis_jsonschema", reason="hypothesis-jsonschema is not installed (pip install '.[test]')")
 
 
 def test_unrolled_recursion_has_no_refs_and_accepts_a_subset() -> None:

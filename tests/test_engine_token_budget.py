@@ -13,6 +13,7 @@ import json
 import random
 
 import numpy as np
+import pydantic
 import pytest
 from engine_support import greedy_tokens, json_grammar, load_vocab, person_grammar
 from gbnf_strategies import TOKEN_FREE_NODE
@@ -354,7 +355,6 @@ def test_generate_fits_in_the_token_count_and_names_tokens_when_nothing_fits() -
 def test_smollm2_writes_a_three_field_model_in_30_tokens() -> None:
     """The issue's regression with the real model: a Pydantic model of three fields whose
     shortest output is 30-odd bytes and about 11 tokens, generated with ``max_tokens=30``."""
-    pydantic = pytest.importorskip("pydantic")
     from structgen import generate
     from structgen.models import find_model, load_llama
 

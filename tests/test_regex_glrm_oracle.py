@@ -19,7 +19,7 @@ from regex_support import node_fullmatch
 from structgen import Grammar, RegexError
 from structgen.grammar.regex import regex_to_node
 
-glrmask = pytest.importorskip("glrmask")
+glrmask = pytest.importorskip("glrmask", reason="glrmask (the GLRM oracle) is not installed (pip install '.[test]')")
 
 HAVE_MATCHER = importlib.util.find_spec("structgen.grammar.matcher") is not None
 _VOCAB = glrmask.Vocab.from_id_to_bytes({i: bytes([i]) for i in range(256)})

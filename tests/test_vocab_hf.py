@@ -22,7 +22,7 @@ from structgen.grammar import Grammar
 from structgen.vocab import Vocab
 from structgen.vocab.gguf_file import read_gguf_metadata
 
-tokenizers = pytest.importorskip("tokenizers")
+tokenizers = pytest.importorskip("tokenizers", reason="tokenizers is not installed (pip install '.[vocab]')")
 from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers  # noqa: E402
 
 _PATTERNS = {
