@@ -100,12 +100,21 @@ class AnswerScanner:
     def __init__(self, fmt: CallFormat, *, calls_possible: bool) -> None:
         self.fmt = fmt
         self.calls_possible = calls_possible
+        # A stream reads the same text again with a chunk more each time: what was scanned is
+        # kept (where each unfinished value's scan stopped, and each whole call), so a read
+        # costs the new characters, not the whole answer again.
+        self._text = ""
+        self._memo = _ScanMemo()
 
     def read(self, text: str, *, final: bool = False) -> tuple[str, list[RawCall]]:
         if not self.calls_possible:
             return text, []
+        if not text.startswith(self._text):
+            self._memo = _ScanMemo()  # not a continuation of the last read: scan afresh
+        self._text = text
         fmt = self.fmt
-        start = call_start(fmt, text)
+        start = self._memo.start if self._memo.start is not None else call_start(fmt, text)
+        self._memo.start = start
         if start is None:
             if final:
                 return text, []
@@ -119,6 +128,7 @@ class AnswerScanner:
 
     def _calls(self, text: str, pos: int) -> list[RawCall]:
         fmt = self.fmt
+        memo = self._memo
         calls: list[RawCall] = []
         if fmt.style == "list":
             pos = _skip(text, pos + len(fmt.open))
@@ -129,7 +139,7 @@ class AnswerScanner:
                 pos = _skip(text, pos)
                 if pos >= len(text) or text[pos] != "{":
                     return calls
-                call, pos = _scan_call(text, pos, fmt.args_key)
+                call, pos = _scan_call(text, pos, fmt.args_key, memo)
                 calls.append(call)
                 if pos is None:
                     return calls
@@ -148,7 +158,7 @@ class AnswerScanner:
             pos = _skip(text, pos)
             if pos >= len(text) or text[pos] != "{":
                 return calls
-            call, end = _scan_call(text, pos, fmt.args_key)
+            call, end = _scan_call(text, pos, fmt.args_key, memo)
             calls.append(call)
             if end is None or fmt.style != "blocks":
                 return calls
@@ -159,9 +169,32 @@ class AnswerScanner:
         return calls
 
 
-def _scan_call(text: str, pos: int, args_key: str) -> tuple[RawCall, int | None]:
+class _ScanMemo:
+    """What earlier reads of a growing answer found: where its calls start, each whole call (by
+    its offset), and where the scan of each unfinished JSON value stopped (by its offset)."""
+
+    __slots__ = ("start", "whole", "values", "ends")
+
+    def __init__(self) -> None:
+        self.start: int | None = None
+        self.whole: dict[int, tuple[RawCall, int]] = {}
+        self.values: dict[int, tuple[int, int, bool]] = {}
+        self.ends: dict[int, int] = {}
+
+
+def _scan_call(text: str, pos: int, args_key: str, memo: _ScanMemo | None = None) -> tuple[RawCall, int | None]:
     """The call object starting at ``text[pos] == "{"``: what is written of it, and the offset
     after it (None while it is unfinished)."""
+    if memo is not None and pos in memo.whole:
+        whole, after = memo.whole[pos]
+        return RawCall(whole.name, whole.arguments, True), after
+    call, end = _scan_object(text, pos, args_key, memo)
+    if memo is not None and end is not None:
+        memo.whole[pos] = (RawCall(call.name, call.arguments, True), end)
+    return call, end
+
+
+def _scan_object(text: str, pos: int, args_key: str, memo: _ScanMemo | None) -> tuple[RawCall, int | None]:
     call = RawCall(None, "", False)
     pos += 1
     while True:
@@ -174,7 +207,7 @@ def _scan_call(text: str, pos: int, args_key: str) -> tuple[RawCall, int | None]
         if text[pos] == ",":
             pos += 1
             continue
-        key_end = _value_end(text, pos)
+        key_end = _value_end(text, pos, memo)
         if key_end is None:
             return call, None
         key = json.loads(text[pos:key_end])
@@ -182,7 +215,7 @@ def _scan_call(text: str, pos: int, args_key: str) -> tuple[RawCall, int | None]
         if pos >= len(text):
             return call, None
         pos = _skip(text, pos + 1)  # the colon
-        end = _value_end(text, pos)
+        end = _value_end(text, pos, memo)
         if key == "name":
             if end is None:
                 return call, None
@@ -196,44 +229,54 @@ def _scan_call(text: str, pos: int, args_key: str) -> tuple[RawCall, int | None]
         pos = end
 
 
-def _value_end(text: str, pos: int) -> int | None:
-    """The offset just after the JSON value starting at ``pos``, or None if it is unfinished."""
+def _value_end(text: str, pos: int, memo: _ScanMemo | None = None) -> int | None:
+    """The offset just after the JSON value starting at ``pos``, or None if it is unfinished
+    (then, with ``memo``, where the scan stopped is kept for the next, longer text)."""
     if pos >= len(text):
         return None
     c = text[pos]
-    if c == '"':
-        i = pos + 1
-        while i < len(text):
-            if text[i] == "\\":
+    if c not in '"{[':
+        i = pos
+        while i < len(text) and text[i] not in ",}] \t\n\r":
+            i += 1
+        return i if i < len(text) else None
+    if memo is not None and pos in memo.ends:
+        return memo.ends[pos]
+    if memo is not None and pos in memo.values:
+        i, depth, in_string = memo.values[pos]
+    elif c == '"':
+        i, depth, in_string = pos + 1, 0, True
+    else:
+        i, depth, in_string = pos, 0, False
+    n = len(text)
+    while i < n:
+        ch = text[i]
+        if in_string:
+            if ch == "\\":
                 i += 2
                 continue
-            if text[i] == '"':
-                return i + 1
-            i += 1
-        return None
-    if c in "{[":
-        depth = 0
-        i = pos
-        in_string = False
-        while i < len(text):
-            ch = text[i]
-            if in_string:
-                if ch == "\\":
-                    i += 2
-                    continue
-                if ch == '"':
-                    in_string = False
-            elif ch == '"':
-                in_string = True
-            elif ch in "{[":
-                depth += 1
-            elif ch in "}]":
-                depth -= 1
+            if ch == '"':
+                in_string = False
                 if depth == 0:
-                    return i + 1
-            i += 1
-        return None
-    i = pos
-    while i < len(text) and text[i] not in ",}] \t\n\r":
+                    return _ended(memo, pos, i + 1)
+        elif ch == '"':
+            in_string = True
+        elif ch in "{[":
+            depth += 1
+        elif ch in "}]":
+            depth -= 1
+            if depth == 0:
+                return _ended(memo, pos, i + 1)
         i += 1
-    return i if i < len(text) else None
+    if memo is not None:
+        # ``i`` may be one past the end (an escape whose second character is still to come):
+        # the next read resumes after that character
+        memo.values[pos] = (i, depth, in_string)
+    return None
+
+
+def _ended(memo: _ScanMemo | None, pos: int, end: int) -> int:
+    if memo is not None:
+        memo.values.pop(pos, None)
+        memo.ends[pos] = end
+    return end
