@@ -8,19 +8,12 @@ per token. Tool-call budgets leave room for the Hermes markers (``<tool_call>`` 
 from __future__ import annotations
 
 import json
-import os
-import re
-import selectors
-import subprocess
-import sys
-import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import httpx
 import jsonschema
 import pytest
+from server_process import server_process
 
 pytestmark = pytest.mark.model
 
@@ -28,9 +21,7 @@ openai = pytest.importorskip("openai", reason="the openai client is not installe
 pytest.importorskip("starlette", reason="the server extra is not installed (pip install '.[server]')")
 pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed")
 
-ROOT = Path(__file__).resolve().parent.parent
 KEY = "sk-structgen-test"
-READY = re.compile(r"listening on (http://\S+)/v1 \(model (\S+)\)")
 
 PERSON = {
     "type": "object",
@@ -87,42 +78,8 @@ def server():
 
     if find_model("smollm2") is None:
         pytest.skip("the SmolLM2 GGUF is not installed (tools/fetch_assets.py --models)")
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    threads = os.environ.get("STRUCTGEN_THREADS")
-    command = [sys.executable, "-m", "structgen", "serve", "smollm2", "--port", "0", "--api-key", KEY]
-    if threads:
-        command += ["--threads", threads]
-    process = subprocess.Popen(
-        command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1
-    )
-    url = None
-    try:
-        selector = selectors.DefaultSelector()
-        selector.register(process.stdout, selectors.EVENT_READ)
-        deadline = time.monotonic() + 180  # loading the model and the vocabulary
-        while url is None and time.monotonic() < deadline and process.poll() is None:
-            if selector.select(timeout=1):
-                match = READY.search(process.stdout.readline())
-                if match:
-                    url = match.group(1)
-                    assert match.group(2) == "smollm2"
-        if url is None:
-            process.kill()
-            pytest.fail(f"the server did not start: {process.stderr.read()[-2000:]}")
-        # keep reading stderr, so that a full pipe can never block the server
-        errors: list[str] = []
-        reader = threading.Thread(target=lambda: errors.extend(process.stderr), daemon=True)
-        reader.start()
+    with server_process(["smollm2", "--api-key", KEY], "smollm2") as url:
         yield url
-        assert process.poll() is None, "the server died"
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-    assert not any("Traceback" in line for line in errors), "".join(errors)[-3000:]
 
 
 @pytest.fixture(scope="module")
