@@ -422,3 +422,19 @@ def test_a_byte_held_only_inside_tokens_turns_the_byte_shortcut_off() -> None:
             if st_.is_terminated():
                 break
         assert st_.is_terminated()
+
+
+def test_token_atoms_count_one_token_each_in_budgets() -> None:
+    """Two special-token atoms and one byte need three tokens and the end: the shortest
+    completion counted the atoms as nothing, so a budget of 3 allowed the first atom and then
+    left an empty mask."""
+    vocab = load_vocab("llama-bpe")
+    c = Constraint.compile(Grammar.from_gbnf('root ::= <[128010]> <[128010]> "x"'), vocab)
+    assert c.start().shortest_completion() == 3
+    assert not c.start().mask(budget=3).any()
+    state = c.start()
+    while not state.is_accepting():
+        ids = np.flatnonzero(state.mask(budget=4 - state.num_tokens))
+        assert ids.size
+        assert state.commit_token(int(ids[0]))
+    assert state.num_tokens == 3 and state.mask(budget=1)[list(vocab.eos_token_ids)].any()

@@ -416,7 +416,8 @@ class ConfigSystem:
         return False
 
     def shortest(self, cid: int) -> int | None:
-        """Bytes in the shortest completion of configuration ``cid`` (None if it has none)."""
+        """Bytes in the shortest completion of configuration ``cid``, a token atom counted as one
+        (None if it has none)."""
         best: int | None = None
         for sid in self.configs[cid]:
             v = self._shortest_of_stack(sid)
@@ -440,7 +441,8 @@ class ConfigSystem:
         return total
 
     def term_shortest(self, t: int) -> int | None:
-        """Bytes in the shortest sentence of ``t``, a call counting its machine's shortest."""
+        """Bytes in the shortest sentence of ``t``, a call counting its machine's shortest and a
+        token atom one."""
         if not self.store.flags[t] & HAS_SYM:
             return self.store.shortest(t)
         memo = self._term_shortest_memo
@@ -461,7 +463,8 @@ class ConfigSystem:
                 r = store.shortest(u)
             elif k == SYM_K:
                 sym = store.a[u]
-                r = m.shortest[symbol_index(sym)] if is_call(sym) else 0
+                # a token atom is one token, which budgets count (a byte is at most one)
+                r = m.shortest[symbol_index(sym)] if is_call(sym) else 1
             elif k in (SEQ_K, ALT_K, REPEAT_K):
                 parts = store.operands(u)
                 missing = [p for p in parts if p not in memo]

@@ -522,14 +522,15 @@ class Constraint:
         self._masks[cid] = words
 
     def shortest(self, cid: int) -> int | None:
-        """Bytes in the shortest completion from ``cid`` (None if there is none)."""
+        """Bytes in the shortest completion from ``cid``, a token atom counted as one (None if
+        there is none)."""
         return self._system.shortest(cid)
 
     def shortest_tokens(self, cid: int) -> int | None:
         """Tokens of this vocabulary in the shortest completion from ``cid`` that budget masks
         count (None if there is none): a canonical shortest byte completion spelled in the
         fewest tokens (token_budget.py), which a model can always write. For a grammar with token
-        atoms, the bytes (the figures its budget masks keep, atoms counted as no byte)."""
+        atoms, the bytes (the figures its budget masks keep), each atom counted as one."""
         if self._atom_ids:
             return self._system.shortest(cid)
         with self._lock:
@@ -1196,13 +1197,14 @@ class State:
         of this plus one (:meth:`mask_words`) always closes. It is the fewest tokens spelling a
         canonical shortest byte completion (token_budget.py): at most
         :meth:`shortest_completion_bytes` where every byte is a token, at least the true fewest.
-        For a grammar with token atoms it is the bytes (atoms counted as none)."""
+        For a grammar with token atoms it is the bytes, each atom counted as one."""
         if self._terminated[-1]:
             return 0
         return self._c.shortest_tokens(self.config)
 
     def shortest_completion_bytes(self) -> int | None:
-        """Bytes in the shortest way to finish the sentence from here (None if there is none)."""
+        """Bytes in the shortest way to finish the sentence from here, a token atom counted as
+        one (None if there is none)."""
         if self._terminated[-1]:
             return 0
         return self._c.shortest(self.config)

@@ -495,7 +495,7 @@ def _machine_shortest(store: TermStore, bodies: list[int]) -> list[int | None]:
         k = store.kind[t]
         if k == SYM_K:
             sym = store.a[t]
-            return best[(sym - SYMBOL_BASE) // 2] if is_call(sym) else 0
+            return best[(sym - SYMBOL_BASE) // 2] if is_call(sym) else 1  # a token atom: one token
         if k == SEQ_K:  # along the spine, as in _productive
             spine = _spine(store, t)
             total = length(spine[-1])

@@ -39,8 +39,10 @@ closed the same way: the single-byte token of ``s``'s first byte leaves at most 
 or none where a byte some token holds is no token by itself.
 
 Tokens used: text tokens in the trie, below the logit width, not end-of-sequence tokens (which
-end the output where the grammar accepts). Token atoms are not counted: the constraint keeps
-byte figures for grammars that have them (constraint.py).
+end the output where the grammar accepts). A grammar with token atoms is not spelled: the
+constraint keeps byte figures for it, each atom counted as one (it is exactly one token, where a
+byte is at most one), so those figures still bound the tokens a completion needs
+(constraint.py).
 """
 
 from __future__ import annotations
