@@ -10,7 +10,7 @@ terminals and ``ir.Lexeme`` differ are listed apart, as strict expected failures
 from __future__ import annotations
 
 import pytest
-from glrmask_oracle import TOKEN_BASE, VOCAB_SIZE, Oracle, matcher_verdict, verdicts_agree
+from glrmask_oracle import TOKEN_BASE, VOCAB_SIZE, Oracle, completes_within, matcher_verdict, verdicts_agree
 
 from structgen import Grammar, GrammarError, LimitError
 from structgen.grammar import ir
@@ -40,13 +40,13 @@ def check(src: str, cases: dict[str, list], bindings: dict | None = None, oracle
 
 def same_masks(grammar: Grammar, oracle: Oracle, data: bytes) -> None:
     """At every prefix of ``data`` that both still allow, the allowed next bytes are the same, but
-    for the bytes glrmask allows into a dead end (see :meth:`Oracle.completes_within`)."""
+    for the bytes glrmask allows into a dead end (see :func:`completes_within`)."""
     matcher = grammar.matcher()
     state = oracle.constraint.start()
     for i, byte in enumerate(data):
         ours = set(matcher.viable_next_bytes())
         theirs = {b for b in range(256) if state.mask(size=VOCAB_SIZE)[b]}
-        only_theirs = {b for b in theirs - ours if oracle.completes_within(data[:i] + bytes([b]))}
+        only_theirs = {b for b in theirs - ours if completes_within(oracle.constraint, data[:i] + bytes([b]))}
         assert ours <= theirs and not only_theirs, (data[:i], sorted((ours - theirs) | only_theirs)[:12])
         if byte not in ours:
             return
@@ -803,7 +803,7 @@ def test_dead_ends_glrmask_keeps_alive(src: str, inputs: list[str]) -> None:
     for text in inputs:
         assert matcher_verdict(grammar, text) == R, text
         if oracle is not None:
-            assert oracle.verdict(text) == P and not oracle.completes_within(text.encode()), text
+            assert oracle.verdict(text) == P and not completes_within(oracle.constraint, text.encode()), text
 
 
 # -- property: random GLRM text means the same to structgen and to glrmask --------------------------
