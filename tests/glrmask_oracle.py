@@ -69,6 +69,53 @@ class Oracle:
         return self.verdict(pieces) == "accept"
 
 
+def completes_within(constraint: Any, data: bytes, extra: int = 4, max_states: int = 2_000) -> bool:
+    """Whether glrmask (``constraint``, compiled over :func:`byte_vocab`) accepts some extension
+    of ``data`` by at most ``extra`` bytes.
+
+    glrmask keeps a prefix alive where a greedy terminal can never end in its context
+    (``A A`` with ``A = /a+/``); structgen's matcher rejects it. Where the two differ so, this
+    bounded search tells such a dead end from a real difference of language. States are told
+    apart by their masks (states with the same next bytes are searched once: a heuristic, which
+    keeps ``[a-z]+`` from branching 26 ways per byte)."""
+    state = constraint.start()
+    for tok in data:
+        state.commit_token(tok)
+    frontier = [state]
+    seen: set[tuple[bool, bytes]] = set()
+    for _ in range(extra + 1):
+        nxt = []
+        for st in frontier:
+            if st.is_accepting():
+                return True
+            mask = st.mask(size=VOCAB_SIZE)
+            for b in range(256):
+                if mask[b]:
+                    child = st.copy()
+                    child.commit_token(b)
+                    key = (child.is_accepting(), bytes(child.mask(size=VOCAB_SIZE)[:256]))
+                    if key not in seen:
+                        seen.add(key)
+                        nxt.append(child)
+        if len(seen) > max_states:
+            return True  # too many to rule out: count it as a real difference
+        frontier = nxt
+    return False
+
+
+def verdicts_agree(oracle: Any, ours: str, pieces: bytes | str | Sequence[bytes | int]) -> bool:
+    """Whether glrmask's verdict on ``pieces`` is structgen's ``ours``, counting a prefix that glrmask
+    keeps alive and structgen rejects as agreement when glrmask completes it within a few bytes
+    neither (a greedy terminal that can never end in its context; :func:`completes_within`).
+    ``oracle``: an :class:`Oracle` or anything with its ``verdict`` and ``constraint``."""
+    theirs = oracle.verdict(pieces)
+    if theirs == ours:
+        return True
+    if (ours, theirs) != ("reject", "prefix") or not isinstance(pieces, (str, bytes)):
+        return False
+    return not completes_within(oracle.constraint, pieces.encode("utf-8") if isinstance(pieces, str) else pieces)
+
+
 def _token_ids(pieces: bytes | str | Sequence[bytes | int]) -> Iterable[int]:
     if isinstance(pieces, str):
         pieces = pieces.encode("utf-8")

@@ -83,6 +83,7 @@ class TermStore:
         self._partitions: dict[tuple[int, ...], tuple[int, ...]] = {}
         self._empty: dict[int, bool] = {}
         self._shortest: dict[int, int] = {}
+        self._runs: dict[int, tuple[int, int, int]] = {}  # b^n·end: (b, n, end), see _run
         self._make((NOTHING_K,), NOTHING_K, 0, None, False, 0)
         self._make((EMPTY_K,), EMPTY_K, 0, None, True, 0)
 
@@ -196,6 +197,8 @@ class TermStore:
                 flat.add(t)
         if not flat:
             return NOTHING
+        if len(flat) > 1:
+            self._drop_longer_runs(flat)
         if len(flat) == 1:
             return next(iter(flat))
         # left-factor alternatives with the same first part: a big enum of strings becomes a trie,
@@ -222,6 +225,72 @@ class TermStore:
             if len(flat) == 1:
                 return next(iter(flat))
         return self._choice(tuple(sorted(flat)))
+
+    def _drop_longer_runs(self, flat: set[int]) -> None:
+        """Drop the options ``b^n·E`` that another option ``b^m·E`` (``m < n``) or ``E`` itself
+        contains, where ``E`` is ``R*`` or ``R*·T`` and the byte ``b`` is one of ``R``'s sentences
+        (so ``b^k·R* ⊆ R*``). The language is the same, so every mask is.
+
+        An unanchored literal of one repeated byte (``a`` 20,000 times inside ``.*``) is live, after
+        ``k`` of its bytes, at every one of the last ``k`` positions: the derivative is a choice of
+        ``k`` suffixes ``a^j·.*`` of the literal, all inside the shortest. Without this, the choice
+        grows by one option per byte (and is left-factored again through ``MAX_FACTOR_DEPTH``
+        levels each time): dozens of new terms per byte, and a tuple as long as the input."""
+        shortest: dict[tuple[int, int], tuple[int, int]] = {}  # (b, end) -> (n, option)
+        kind, a = self.kind, self.a
+        for t in list(flat):
+            if kind[t] != SEQ_K or kind[a[t]] != BYTES_K:
+                continue
+            m: int = self.b[a[t]]  # type: ignore[assignment]
+            if m & (m - 1):
+                continue  # not a single byte
+            b, n, end = self._run(t)
+            star = a[end] if kind[end] == SEQ_K else end
+            if kind[star] != REPEAT_K or self.b[star] != (0, None) or self.flags[star] & (HAS_POSS | HAS_SYM):
+                continue
+            if not self._unit_has_byte(a[star], b):
+                continue
+            if end in flat:
+                flat.discard(t)
+                continue
+            best = shortest.get((b, end))
+            if best is None or n < best[0]:
+                if best is not None:
+                    flat.discard(best[1])
+                shortest[(b, end)] = (n, t)
+            else:
+                flat.discard(t)
+
+    def _run(self, t: int) -> tuple[int, int, int]:
+        """``(b, n, end)`` for a sequence ``t = b^n·end`` whose head is the single byte ``b`` and
+        whose ``end`` does not start with ``b`` (walked once per chain, without recursion)."""
+        runs = self._runs
+        r = runs.get(t)
+        if r is not None:
+            return r
+        b = self.b[self.a[t]].bit_length() - 1  # type: ignore[union-attr]
+        head = self.a[t]
+        chain = []
+        u = t
+        while u not in runs and self.kind[u] == SEQ_K and self.a[u] == head:
+            chain.append(u)
+            u = self.b[u]  # type: ignore[assignment]
+        below = runs.get(u) if self.kind[u] == SEQ_K and self.a[u] == head else None
+        n, end = (below[1], below[2]) if below is not None else (0, u)
+        for v in reversed(chain):
+            n += 1
+            runs[v] = (b, n, end)
+        return runs[t]
+
+    def _unit_has_byte(self, unit: int, b: int) -> bool:
+        """Whether the one-byte string ``b`` is a sentence of ``unit`` (a byte set, or a choice
+        with such an option; anything else counts as no)."""
+        k = self.kind[unit]
+        if k == BYTES_K:
+            return bool(self.b[unit] >> b & 1)  # type: ignore[operator]
+        if k == ALT_K:
+            return any(self.kind[u] == BYTES_K and self.b[u] >> b & 1 for u in self.b[unit])  # type: ignore[union-attr, operator]
+        return False
 
     def _choice(self, ops: tuple[int, ...]) -> int:
         nullable = any(self.nullable[t] for t in ops)

@@ -1,19 +1,19 @@
 """The exact byte-level reference matcher: an Earley recogniser over per-rule automata.
 
-Each rule body is compiled (Thompson construction) into a small automaton whose edges read a byte
-set, call a rule, read a token atom, or read a *regular operand* (GLRM's greedy lexemes and the
-set operations, simulated by derivatives in :mod:`.regular`). The recogniser keeps one Earley set
-per input position; an item is ``(automaton state, origin position, regular operand edge,
-derivative)``. Ambiguity, nullable rules and left or right recursion are all handled, in
-polynomial time.
-
-Counted repetition is never expanded into copies beyond a small bound: ``x{m,n}`` with large
-counts becomes one edge whose items carry the iteration count, so automata and Earley sets stay
-small whatever the counts.
+The automata (:mod:`.matcher_automata`) have edges that read a byte set, call a rule, read a token
+atom, read a *regular operand* (GLRM's greedy lexemes and the set operations, simulated by
+derivatives in :mod:`.regular`) or repeat a helper rule a counted number of times. The recogniser
+keeps one Earley set per input position; an item is ``(automaton state, origin position, regular
+operand edge, derivative)``. Ambiguity, nullable rules and left or right recursion are all handled,
+in polynomial time.
 
 Greedy lexemes look one byte ahead: a lexeme may end at a position only if the next byte cannot
 extend it. The closure of the current position therefore depends on the byte that comes next; it
 is computed when that byte is known (or for each candidate byte in :meth:`Matcher.viable_next_bytes`).
+Whether a position can still be completed depends on what may follow each lexeme too (``A "a"``
+with ``A = /a+/`` matches nothing): for grammars with greedy lexemes, a position is live only if
+one of its items is live given what may follow its rule instance (:mod:`.lexeme_liveness`; the
+follow set of an instance comes from the items waiting for it at its origin).
 
 This matcher is the reference the token mask engine is tested against: clarity comes first.
 """
@@ -23,25 +23,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable
 
-from ..errors import ConstraintError, GrammarError, LimitError
+from ..errors import ConstraintError, GrammarError
 from . import ir
-from .emptiness import leaf_productive
-from .regular import RegularTerms
-from .utf8 import class_sequences, mask_of, mask_of_ranges
+from .lexeme_liveness import END_BIT, LexemeLiveness
+from .matcher_automata import BYTES, CALL, REGULAR, REPEAT, TOKEN, CompiledGrammar, compile_grammar
 
 if TYPE_CHECKING:
     from .grammar import Grammar
 
-# edge kinds
-BYTES, CALL, TOKEN, REGULAR, REPEAT = 0, 1, 2, 3, 4
-
-#: Repetition counts up to this are unrolled; larger ones become helper rules.
-UNROLL_LIMIT = 4
 #: Lookahead markers besides a byte value 0-255.
 LA_END = 256  # end of input
 LA_TOKEN = 257  # a whole special token follows
-#: Deepest rule body the compiler walks (bodies are validated against GrammarLimits first).
-MAX_BUILD_DEPTH = 400
 
 # An item is (state, origin, aux, value): aux -1 for a plain automaton state; aux >= 0 inside the
 # regular edge `aux`, value its derivative; aux <= -2 on the repeat edge `-2 - aux`, value the
@@ -49,244 +41,13 @@ MAX_BUILD_DEPTH = 400
 Item = tuple[int, int, int, "ir.Node | int | None"]
 
 
-@dataclass
-class _Edge:
-    kind: int
-    payload: object  # byte mask (int) | rule index | ir.Token | regular operand node
-    target: int
-    lexeme: bool = False  # REGULAR edges: greedy (GLRM terminal) or not
-    rid: int = -1  # REGULAR / REPEAT edges: index in CompiledGrammar.regular_edges / repeat_edges
-
-
-@dataclass
-class CompiledGrammar:
-    """Per-rule automata of a grammar, shared by all its matchers."""
-
-    eps: list[list[int]] = field(default_factory=list)
-    edges: list[list[_Edge]] = field(default_factory=list)
-    regular_edges: list[tuple[int, _Edge]] = field(default_factory=list)  # id -> (source, edge)
-    repeat_edges: list[tuple[int, _Edge]] = field(default_factory=list)  # id -> (source, edge)
-    state_rule: list[int] = field(default_factory=list)
-    rule_names: list[str] = field(default_factory=list)
-    rule_start: list[int] = field(default_factory=list)
-    rule_final: list[int] = field(default_factory=list)
-    start_rule: int = 0
-    terms: RegularTerms | None = None
-    #: per rule: whether it derives any sentence (its start state can reach its final state)
-    rule_productive: list[bool] = field(default_factory=list)
-
-    def new_state(self, rule: int) -> int:
-        self.eps.append([])
-        self.edges.append([])
-        self.state_rule.append(rule)
-        return len(self.eps) - 1
-
-
-class _Builder:
-    """Thompson construction of rule automata from grammar nodes."""
-
-    def __init__(self, grammar: Grammar) -> None:
-        self.g = grammar
-        self.cg = CompiledGrammar()
-        self.rule_index: dict[str, int] = {}
-        self.pending: list[tuple[int, ir.Node]] = []
-        self.cg.terms = RegularTerms(self._all_rules())
-
-    def _all_rules(self) -> dict[str, ir.Node]:
-        return dict(self.g.rules)
-
-    def rule(self, name: str, body: ir.Node | None = None) -> int:
-        """Index of rule ``name``, creating it (and queueing its body) on first use."""
-        idx = self.rule_index.get(name)
-        if idx is not None:
-            return idx
-        if body is None:
-            if name not in self.g.rules:
-                raise GrammarError(f"rule {name!r} is an unbound extern; bind it before matching", rule=name)
-            body = self.g.rules[name]
-        idx = len(self.cg.rule_names)
-        self.rule_index[name] = idx
-        self.cg.rule_names.append(name)
-        self.cg.rule_start.append(self.cg.new_state(idx))
-        self.cg.rule_final.append(self.cg.new_state(idx))
-        self.pending.append((idx, body))
-        return idx
-
-    def build(self) -> CompiledGrammar:
-        self.cg.start_rule = self.rule(self.g.start)
-        while self.pending:
-            idx, body = self.pending.pop()
-            if ir.depth(body) > MAX_BUILD_DEPTH:
-                raise LimitError(
-                    f"rule {self.cg.rule_names[idx]!r} is nested too deeply to match",
-                    limit="max_nesting",
-                    value=MAX_BUILD_DEPTH,
-                )
-            self.fragment(body, self.cg.rule_start[idx], self.cg.rule_final[idx], idx)
-        _prune_dead_ends(self.cg)
-        return self.cg
-
-    # -- fragments: connect state s to state e through node n --------------------------------
-
-    def fragment(self, n: ir.Node, s: int, e: int, rule: int) -> None:
-        cg = self.cg
-        if isinstance(n, ir.Literal):
-            self.chain(s, e, rule, [1 << b for b in n.data])
-        elif isinstance(n, ir.ByteClass):
-            cg.edges[s].append(_Edge(BYTES, mask_of_ranges(n.byte_ranges()), e))
-        elif isinstance(n, ir.CharClass):
-            for seq in class_sequences(n.codepoints()):
-                self.chain(s, e, rule, [mask_of(lo, hi) for lo, hi in seq])
-        elif isinstance(n, ir.Ref):
-            cg.edges[s].append(_Edge(CALL, self.rule(n.name), e))
-        elif isinstance(n, ir.Token):
-            cg.edges[s].append(_Edge(TOKEN, n, e))
-        elif isinstance(n, ir.Seq):
-            cur = s
-            for i, item in enumerate(n.items):
-                nxt = e if i == len(n.items) - 1 else cg.new_state(rule)
-                self.fragment(item, cur, nxt, rule)
-                cur = nxt
-            if not n.items:
-                cg.eps[s].append(e)
-        elif isinstance(n, ir.Alt):
-            for item in n.items:
-                a, b = cg.new_state(rule), cg.new_state(rule)
-                cg.eps[s].append(a)
-                cg.eps[b].append(e)
-                self.fragment(item, a, b, rule)
-        elif isinstance(n, ir.Repeat):
-            self.repeat(n, s, e, rule)
-        elif isinstance(n, (ir.Lexeme, ir.Difference, ir.Intersection)):
-            operand = n.item if isinstance(n, ir.Lexeme) else n
-            for sub in ir.iter_nodes(operand):
-                if isinstance(sub, ir.Lexeme):
-                    raise GrammarError(
-                        "a greedy lexeme cannot be nested inside a regular operand", rule=cg.rule_names[rule]
-                    )
-            edge = _Edge(REGULAR, operand, e, lexeme=isinstance(n, ir.Lexeme), rid=len(cg.regular_edges))
-            cg.edges[s].append(edge)
-            cg.regular_edges.append((s, edge))
-        else:  # pragma: no cover
-            raise TypeError(f"unknown node {n!r}")
-
-    def chain(self, s: int, e: int, rule: int, masks: list[int]) -> None:
-        if not masks:
-            self.cg.eps[s].append(e)
-            return
-        cur = s
-        for i, m in enumerate(masks):
-            nxt = e if i == len(masks) - 1 else self.cg.new_state(rule)
-            self.cg.edges[cur].append(_Edge(BYTES, m, nxt))
-            cur = nxt
-
-    def repeat(self, n: ir.Repeat, s: int, e: int, rule: int) -> None:
-        cg = self.cg
-        lo, hi = n.min, n.max
-        if lo <= UNROLL_LIMIT and (hi is None or hi <= UNROLL_LIMIT):
-            cur = s
-            for _ in range(lo):
-                nxt = cg.new_state(rule)
-                self.fragment(n.item, cur, nxt, rule)
-                cur = nxt
-            if hi is None:
-                # cur -> (item -> cur)* -> e
-                loop_in, loop_out = cg.new_state(rule), cg.new_state(rule)
-                cg.eps[cur].append(loop_in)
-                cg.eps[loop_in].append(e)
-                self.fragment(n.item, loop_in, loop_out, rule)
-                cg.eps[loop_out].append(loop_in)
-            else:
-                for _ in range(hi - lo):
-                    nxt = cg.new_state(rule)
-                    cg.eps[cur].append(e)
-                    self.fragment(n.item, cur, nxt, rule)
-                    cur = nxt
-                cg.eps[cur].append(e)
-            return
-        # large counts: one REPEAT edge whose items carry the iteration count
-        body = n.item
-        sub = self.rule(f"\x00rep{len(cg.repeat_edges)}", body)
-        edge = _Edge(REPEAT, (sub, lo, hi), e, rid=len(cg.repeat_edges))
-        cg.edges[s].append(edge)
-        cg.repeat_edges.append((s, edge))
-
-
-def _crossable(cg: CompiledGrammar, edge: _Edge) -> bool | int:
-    """Whether some input crosses ``edge`` (True / False), or the rule whose productivity decides."""
-    if edge.kind == BYTES:
-        return edge.payload != 0
-    if edge.kind == TOKEN:
-        return leaf_productive(edge.payload)  # type: ignore[arg-type]
-    if edge.kind == REGULAR:
-        try:
-            return not cg.terms.is_empty(edge.payload)  # type: ignore[union-attr, arg-type]
-        except LimitError:
-            return True  # too big to decide here; the closure asks again when it gets there
-    if edge.kind == CALL:
-        return edge.payload  # type: ignore[return-value]
-    sub, lo, _hi = edge.payload  # type: ignore[misc]
-    return True if lo == 0 else sub
-
-
-def _prune_dead_ends(cg: CompiledGrammar) -> None:
-    """Remove every edge into a state from which its rule's final state cannot be reached.
-
-    A state is *live* when some input leads from it to its rule's final state; a rule is
-    productive when its start state is live. Both are found together, backwards from the final
-    states (a call edge is crossable once its callee is known productive). Without dead states,
-    every item of an Earley set can be completed, so a position with items is one that some
-    continuation makes a sentence: ``feed`` answers False as soon as none can (with the usual
-    exception of greedy lexemes, whose ending depends on what follows them).
-    """
-    n = len(cg.eps)
-    preds: list[list[tuple[int, bool | int]]] = [[] for _ in range(n)]
-    for q in range(n):
-        for t in cg.eps[q]:
-            preds[t].append((q, True))
-        for edge in cg.edges[q]:
-            cond = _crossable(cg, edge)
-            if cond is not False:
-                preds[edge.target].append((q, cond))
-    live = [False] * n
-    productive = [False] * len(cg.rule_names)
-    waiting: list[list[int]] = [[] for _ in cg.rule_names]  # states held back by a rule's call
-    todo = list(cg.rule_final)
-
-    while todo:
-        q = todo.pop()
-        if live[q]:
-            continue
-        live[q] = True
-        rule = cg.state_rule[q]
-        if q == cg.rule_start[rule] and not productive[rule]:
-            productive[rule] = True
-            todo.extend(waiting[rule])
-            waiting[rule].clear()
-        for src, cond in preds[q]:
-            if live[src]:
-                continue
-            if cond is True or productive[cond]:  # type: ignore[index]
-                todo.append(src)
-            else:
-                waiting[cond].append(src)  # type: ignore[index]
-    for q in range(n):
-        cg.eps[q] = [t for t in cg.eps[q] if live[t]]
-        cg.edges[q] = [
-            e
-            for e in cg.edges[q]
-            if live[e.target] and (c := _crossable(cg, e)) is not False and (c is True or productive[c])
-        ]
-    cg.rule_productive = productive
-
-
-def compile_grammar(grammar: Grammar) -> CompiledGrammar:
-    """The per-rule automata of ``grammar`` (cached on the grammar object)."""
-    cached = grammar._derived.get("matcher")  # noqa: SLF001 - the grammar owns a derived-data cache
-    if cached is None:
-        cached = _Builder(grammar).build()
-        grammar._derived["matcher"] = cached  # noqa: SLF001
-    return cached
+def lexeme_liveness(grammar: Grammar, cg: CompiledGrammar) -> LexemeLiveness | None:
+    """The liveness analysis of ``grammar``'s greedy lexemes (None without any; cached)."""
+    derived = grammar._derived  # noqa: SLF001 - the grammar owns a derived-data cache
+    if "matcher_liveness" not in derived:
+        has_lexeme = any(e.kind == REGULAR and e.lexeme for edges in cg.edges for e in edges)
+        derived["matcher_liveness"] = LexemeLiveness(cg, grammar.rules) if has_lexeme else None
+    return derived["matcher_liveness"]  # type: ignore[no-any-return]
 
 
 @dataclass
@@ -298,6 +59,8 @@ class _Position:
     lookahead: frozenset[int] | None = None  # what followed this position, once known
     items: set[Item] | None = None
     waiting: dict[int, list[Item]] | None = None
+    #: rule -> the symbols that may follow its instances that start here (greedy lexemes only)
+    follow: dict[int, int] = field(default_factory=dict)
 
 
 class Matcher:
@@ -318,6 +81,9 @@ class Matcher:
         start = (self._cg.rule_start[self._cg.start_rule], 0, -1, None)
         # a grammar with no sentence is dead from the start
         kernel = frozenset([start]) if self._cg.rule_productive[self._cg.start_rule] else frozenset()
+        self._liveness = lexeme_liveness(grammar, self._cg)
+        if kernel and self._liveness is not None and not self._liveness.first(start[0], END_BIT):
+            kernel = frozenset()  # every sentence would need a lexeme to end where it cannot
         self._positions: list[_Position] = [_Position(kernel)]
 
     # -- public API ---------------------------------------------------------------------------
@@ -361,8 +127,8 @@ class Matcher:
                 self._finalize(self._positions[-1], frozenset([data[i + 1]]))
         if not data:
             self._positions.append(_Position(frozenset()))
-        last = self._positions[-1]
-        self._positions[-1] = _Position(last.kernel | by_token)
+        kernel = self._positions[-1].kernel | by_token
+        self._positions[-1] = _Position(kernel if self._alive(kernel) else frozenset())
         return not self.is_dead()
 
     def is_accepting(self) -> bool:
@@ -379,17 +145,18 @@ class Matcher:
             return frozenset()
         cur = self._positions[-1]
         pos = len(self._positions) - 1
-        shared: tuple[set[Item], dict[int, list[Item]]] | None = None
+        shared: tuple[set[Item], dict[int, list[Item]], dict[int, int]] | None = None
         out = set()
         for c in range(256):
             if shared is None or self._la_sensitive(shared[0]):
                 items, waiting = self._closure(cur.kernel, pos, frozenset([c]))
+                follow: dict[int, int] = {}
                 if shared is None:
-                    shared = (items, waiting)
+                    shared = (items, waiting, follow)
             else:
-                items, waiting = shared
-            probe = _Position(cur.kernel, frozenset([c]), items, waiting)
-            if self._scan(probe, c):
+                items, waiting, follow = shared
+            probe = _Position(cur.kernel, frozenset([c]), items, waiting, follow)
+            if self._alive(self._scan(probe, c), probe):
                 out.add(c)
         return frozenset(out)
 
@@ -410,6 +177,8 @@ class Matcher:
             return False
         self._finalize(cur, frozenset([c]))
         nxt = self._scan(cur, c)
+        if not self._alive(nxt):
+            nxt = frozenset()
         self._positions.append(_Position(nxt))
         return bool(nxt)
 
@@ -419,6 +188,7 @@ class Matcher:
             pos = self._index_of(p)
             p.items, p.waiting = self._closure(p.kernel, pos, la)
             p.lookahead = la
+            p.follow = {}
         return p.items, p.waiting  # type: ignore[return-value]
 
     def _index_of(self, p: _Position) -> int:
@@ -426,6 +196,92 @@ class Matcher:
             if self._positions[i] is p:
                 return i
         raise AssertionError("position not in this matcher")
+
+    # -- liveness with greedy lexemes ---------------------------------------------------------------
+
+    def _alive(self, kernel: frozenset[Item], probe: _Position | None = None) -> bool:
+        """Whether some item of ``kernel`` (the next position's) can be completed to a sentence.
+
+        Without greedy lexemes every item can (dead states are pruned); with them, an item is
+        live when its rest of the rule has a valid completion before a symbol that may follow
+        the rule's instance. ``probe`` stands for the last position (a candidate closure)."""
+        lv = self._liveness
+        if not kernel or lv is None:
+            return bool(kernel)
+        cg = self._cg
+        by_instance: dict[tuple[int, int], list[Item]] = {}
+        for item in kernel:
+            by_instance.setdefault((cg.state_rule[item[0]], item[1]), []).append(item)
+        for (rule, org), items in by_instance.items():
+            follow = self._follow(rule, org, probe)
+            if not follow:
+                continue
+            for q, _org, r, value in items:
+                if r == -1:
+                    if lv.first(q, follow):
+                        return True
+                    continue
+                edge = cg.regular_edges[r][1]
+                after = lv.first(edge.target, follow)
+                if after and (not edge.lexeme or lv.lexeme_live(edge.payload, value, after)):  # type: ignore[arg-type]
+                    return True  # a set operation's derivative in the kernel has a sentence
+        return False
+
+    def _follow(self, rule: int, org: int, probe: _Position | None) -> int:
+        """The symbols that may come right after an instance of ``rule`` started at ``org``: what
+        may follow the items waiting for it there, given what may follow their own instances
+        (end of input after the start rule's outermost one).
+
+        Callers start at or before the callee, so the instances are solved by origin, from the
+        oldest; instances at one origin can wait for each other (left recursion, nullable
+        prefixes) and are iterated to a fixpoint. Each position remembers its answers."""
+        last = len(self._positions) - 1
+
+        def at(i: int) -> _Position:
+            return probe if probe is not None and i == last else self._positions[i]
+
+        known = at(org).follow.get(rule)
+        if known is not None:
+            return known
+        cg = self._cg
+        callers: dict[tuple[int, int], list[tuple[tuple[int, int], Item]]] = {}
+        stack = [(rule, org)]
+        while stack:
+            node = stack.pop()
+            if node in callers or node[0] in at(node[1]).follow:
+                continue
+            waiting = at(node[1]).waiting or {}
+            callers[node] = [((cg.state_rule[it[0]], it[1]), it) for it in waiting.get(node[0], ())]
+            stack.extend(caller for caller, _it in callers[node])
+        top = (cg.start_rule, 0)
+        for origin in sorted({o for _r, o in callers}):
+            group = [node for node in callers if node[1] == origin]
+            value = {node: END_BIT if node == top else 0 for node in group}
+            changed = True
+            while changed:
+                changed = False
+                for node in group:
+                    v = value[node]
+                    for caller, it in callers[node]:
+                        outer = value[caller] if caller in value else at(caller[1]).follow[caller[0]]
+                        if outer:
+                            v |= self._first_after(it, outer)
+                    if v != value[node]:
+                        value[node] = v
+                        changed = True
+            memo = at(origin).follow
+            for node, v in value.items():
+                memo[node[0]] = v
+        return at(org).follow[rule]
+
+    def _first_after(self, waiting_item: Item, follow: int) -> int:
+        """What may come next after a call returns to ``waiting_item``, ``follow`` following its rule."""
+        lv = self._liveness
+        assert lv is not None
+        q, _org, r, count = waiting_item
+        if r == -1:
+            return lv.first(q, follow)
+        return lv.first_of_repeat(self._cg.repeat_edges[-2 - r][1], count, follow)  # type: ignore[arg-type]
 
     def _la_sensitive(self, items: Iterable[Item]) -> bool:
         """Whether some item's closure depended on the lookahead (a greedy lexeme could end)."""
