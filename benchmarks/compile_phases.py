@@ -151,6 +151,8 @@ def _child(args: argparse.Namespace, only: str | None) -> dict[str, dict[str, fl
     if args.no_llguidance:
         cmd += ["--no-llguidance"]
     cmd += ["--clock", args.clock]
+    if args.structgen_from:
+        cmd += ["--structgen-from", args.structgen_from]
     if only is not None:
         cmd += ["--only", only]
     res = subprocess.run(cmd, capture_output=True, text=True, check=True, cwd=ROOT, env=os.environ)
@@ -214,16 +216,20 @@ def main() -> None:
     ap.add_argument("--no-llguidance", action="store_true")
     ap.add_argument("--clock", choices=("wall", "cpu"), default="wall", help="wall (as the benchmark) or process CPU")
     ap.add_argument("--json", help="write the figures (medians) here")
+    ap.add_argument("--structgen-from", help="import structgen from this checkout (another revision)")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--only", help=argparse.SUPPRESS)
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT))
+    if args.structgen_from:
+        sys.path.insert(0, str(Path(args.structgen_from).resolve()))
     if args.child:
         global _clock
         _clock = time.process_time_ns if args.clock == "cpu" else time.perf_counter_ns
         print(json.dumps(_run_here(args, args.only)))
         return
     print(f"Load: {os.popen('uptime').read().strip()}")
+    print(f"structgen from: {args.structgen_from or ROOT}")
     runs = []
     for _ in range(args.repeat):
         if args.fresh:

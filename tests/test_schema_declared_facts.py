@@ -3,7 +3,8 @@ analyses would find.
 
 ``declare_all_productive`` (schema/translate.py) tells the engine's lowering that every rule of a
 translated grammar derives a sentence, skipping the emptiness analysis; here the analysis runs
-anyway on ``schemas/`` and a MaskBench sample and must agree.
+anyway on ``schemas/`` and a MaskBench sample and must agree. The clean-up's own shortcuts are
+compared with plain evaluations on hypothesis-built trees.
 """
 
 from __future__ import annotations
@@ -13,10 +14,14 @@ import pathlib
 import tarfile
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from structgen.errors import StructgenError
+from structgen.grammar import ir
 from structgen.grammar.emptiness import _productive, productive_rules
 from structgen.schema import json_schema_to_grammar
+from structgen.schema import trim as trim_mod
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 MASKBENCH = "jsonschemabench/maskbench-data-full.tar.xz"
@@ -59,3 +64,62 @@ def test_dead_branches_leave_only_productive_rules() -> None:
         "$defs": {"loop": {"type": "array", "items": {"$ref": "#/$defs/loop"}, "minItems": 1}},
     }
     _check(schema)
+
+
+# ---------------------------------------------------------------------------------------------
+# trim's short-circuit productivity against a plain bottom-up evaluation of every node
+
+
+def _plain_productive(node: ir.Node, productive: set[str]) -> bool:
+    value: dict[int, bool] = {}
+    for n in reversed(list(ir.iter_nodes(node))):  # children before parents
+        kids = [value[id(c)] for c in n.children()]
+        if isinstance(n, ir.Ref):
+            v = n.name in productive
+        elif isinstance(n, ir.CharClass):
+            v = bool(n.codepoints())
+        elif isinstance(n, (ir.Literal, ir.Token)):
+            v = True
+        elif isinstance(n, ir.Seq):
+            v = all(kids)
+        elif isinstance(n, ir.Alt):
+            v = any(kids)
+        elif isinstance(n, ir.Repeat):
+            v = n.min == 0 or kids[0]
+        elif isinstance(n, (ir.Lexeme, ir.Difference)):
+            v = kids[0]
+        elif isinstance(n, ir.Intersection):
+            v = kids[0] and kids[1]
+        else:
+            raise TypeError(type(n))
+        value[id(n)] = v
+    return value[id(node)]
+
+
+_leaves = st.one_of(
+    st.sampled_from(["a", "", "xy"]).map(ir.lit),
+    st.just(ir.char((0x61, 0x7A))),
+    st.just(ir.CharClass(((0, ir.MAX_CODEPOINT),), negated=True)),  # no character at all
+    st.just(ir.EMPTY),
+    st.just(ir.NOTHING),
+    st.sampled_from(["r1", "r2", "r3"]).map(ir.Ref),
+)
+
+
+def _grow(children: st.SearchStrategy[ir.Node]) -> st.SearchStrategy[ir.Node]:
+    lists = st.lists(children, min_size=0, max_size=4)
+    return st.one_of(
+        lists.map(lambda xs: ir.Seq(tuple(xs))),
+        lists.map(lambda xs: ir.Alt(tuple(xs))),
+        st.tuples(children, st.integers(0, 2)).map(lambda t: ir.Repeat(t[0], t[1], t[1] + 1)),
+        children.map(ir.Lexeme),
+        st.tuples(children, children).map(lambda t: ir.Difference(*t)),
+        st.tuples(children, children).map(lambda t: ir.Intersection(*t)),
+        children.map(lambda c: ir.Alt((c, ir.Seq((c, c))))),  # a shared subtree
+    )
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.recursive(_leaves, _grow, max_leaves=30), st.sets(st.sampled_from(["r1", "r2", "r3"])))
+def test_short_circuit_productivity_is_the_plain_one(node: ir.Node, productive: set[str]) -> None:
+    assert trim_mod._productive_node(node, productive) == _plain_productive(node, productive)

@@ -380,7 +380,7 @@ def seq(*items: Node) -> Node:
             out.extend(it.items)
         elif isinstance(it, Literal) and not it.data:
             continue
-        elif it == NOTHING:
+        elif it.__class__ is Alt and not it.items:  # ``it == NOTHING`` without the dataclass __eq__ calls
             return NOTHING
         else:
             out.append(it)
