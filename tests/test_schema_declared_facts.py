@@ -123,3 +123,14 @@ def _grow(children: st.SearchStrategy[ir.Node]) -> st.SearchStrategy[ir.Node]:
 @given(st.recursive(_leaves, _grow, max_leaves=30), st.sets(st.sampled_from(["r1", "r2", "r3"])))
 def test_short_circuit_productivity_is_the_plain_one(node: ir.Node, productive: set[str]) -> None:
     assert trim_mod._productive_node(node, productive) == _plain_productive(node, productive)
+
+
+def test_ref_counts_with_a_repeated_reference_object_and_shared_leaves() -> None:
+    a, comma = ir.Ref("a"), ir.lit(",")
+    # the same Ref and Literal objects in several places, no inner node shared: the fast walk
+    assert trim_mod._ref_counts(ir.Seq((a, comma, ir.Alt((a, ir.Ref("b"))), comma, a))) == {"a": 3, "b": 1}
+    # an inner node shared as well: the path counts
+    inner = ir.Seq((a, comma, ir.Ref("c")))
+    body = ir.Alt((ir.Ref("b"), ir.Seq((inner, a, inner))))
+    got = trim_mod._ref_counts(body)
+    assert got == {"b": 1, "a": 3, "c": 2} and list(got) == ["b", "a", "c"]

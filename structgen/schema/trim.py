@@ -165,17 +165,59 @@ def _remember_closed(n: ir.Node, v: bool) -> None:
         _CLOSED_PRODUCTIVE[id(n)] = (n, v)
 
 
+#: node kinds without children that are not references: the walks for references step over them
+#: (a translated grammar's nodes are nearly half literals)
+_PLAIN_LEAVES = frozenset({ir.Literal, ir.CharClass, ir.ByteClass, ir.Token})
+
+
 def _ref_counts(node: ir.Node) -> dict[str, int]:
     """How often each rule is referenced in the tree of ``node`` (a shared subtree counts once per
     place it occurs), names in the order a left-to-right pre-order walk first meets them.
 
     Bodies are DAGs (format grammars share subtrees heavily): one walk visits each distinct node
     once; only when some node was met twice are path counts propagated, instead of expanding
-    the tree."""
+    the tree. Leaves other than references are not visited: they hold no reference, and sharing
+    one changes no count."""
+    leaves = _PLAIN_LEAVES
+    out: dict[str, int] = {}
+    # a walk that counts every reference it meets: exact while no inner node is met twice (then
+    # every inner node has one path from the root, and each meeting of a reference is one place)
+    seen: set[int] = set()
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, ir.Ref):
+            out[n.name] = out.get(n.name, 0) + 1
+            continue
+        if id(n) in seen:
+            break
+        seen.add(id(n))
+        if not ir.is_closed(n):  # no Ref inside a closed subtree
+            stack.extend(c for c in reversed(n.children()) if c.__class__ not in leaves)
+    else:
+        return out
+    out.clear()
     preorder: list[ir.Node] = []
+    postorder = _post_order_nodes(node, leaves, preorder)
+    # path counts flow from parents to children: the reverse post-order has parents first
+    paths: dict[int, int] = {id(node): 1}
+    for n in reversed(postorder):
+        k = paths[id(n)]
+        if not ir.is_closed(n):
+            for c in n.children():
+                if c.__class__ not in leaves:
+                    paths[id(c)] = paths.get(id(c), 0) + k
+    for n in preorder:
+        if isinstance(n, ir.Ref):
+            out[n.name] = out.get(n.name, 0) + paths[id(n)]
+    return out
+
+
+def _post_order_nodes(node: ir.Node, leaves: frozenset[type], preorder: list[ir.Node]) -> list[ir.Node]:
+    """The distinct nodes under ``node`` (closed subtrees not entered, ``leaves`` left out), each
+    after everything below it; ``preorder`` gets them each before everything below it."""
     postorder: list[ir.Node] = []
     seen: set[int] = set()
-    shared = False
     stack: list[tuple[ir.Node, bool]] = [(node, False)]
     while stack:
         n, expanded = stack.pop()
@@ -183,30 +225,13 @@ def _ref_counts(node: ir.Node) -> dict[str, int]:
             postorder.append(n)
             continue
         if id(n) in seen:
-            shared = True
             continue
         seen.add(id(n))
         preorder.append(n)
         stack.append((n, True))
-        if not ir.is_closed(n):  # no Ref inside a closed subtree
-            stack.extend((c, False) for c in reversed(n.children()))
-    out: dict[str, int] = {}
-    if not shared:
-        for n in preorder:
-            if isinstance(n, ir.Ref):
-                out[n.name] = out.get(n.name, 0) + 1
-        return out
-    # path counts flow from parents to children: the reverse post-order has parents first
-    paths: dict[int, int] = {id(node): 1}
-    for n in reversed(postorder):
-        k = paths[id(n)]
         if not ir.is_closed(n):
-            for c in n.children():
-                paths[id(c)] = paths.get(id(c), 0) + k
-    for n in preorder:
-        if isinstance(n, ir.Ref):
-            out[n.name] = out.get(n.name, 0) + paths[id(n)]
-    return out
+            stack.extend((c, False) for c in reversed(n.children()) if c.__class__ not in leaves)
+    return postorder
 
 
 def _depth(node: ir.Node, memo: dict[int, tuple[ir.Node, int]]) -> int:
