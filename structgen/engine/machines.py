@@ -85,7 +85,16 @@ class _Lowering:
         self.facts: dict[ir.Node, tuple[bool, bool, bool]] = {}
         self.shortest_memo: dict[ir.Node, int | None] = {}
         self.bound_memo: dict[ir.Node, int | None] = {}
+        #: the term of each single byte, once asked (the store interns them: a lookup here saves
+        #: the interning for every byte of every literal)
+        self.byte_terms: list[int | None] = [None] * 256
         store.expander = self.expand
+
+    def byte_term(self, b: int) -> int:
+        t = self.byte_terms[b]
+        if t is None:
+            t = self.byte_terms[b] = self.s.bytes_(1 << b)
+        return t
 
     def expand(self, key: object) -> int:
         """Build the term of the rule behind a lazy term."""
@@ -235,7 +244,7 @@ class _Lowering:
         check_deadline()
         s = self.s
         if isinstance(n, ir.Literal):
-            t = s.seq_list([s.bytes_(1 << b) for b in n.data])
+            t = s.seq_list([self.byte_term(b) for b in n.data])
         elif isinstance(n, ir.ByteClass):
             t = s.bytes_(mask_of_ranges(n.byte_ranges()))
         elif isinstance(n, ir.CharClass):
@@ -248,7 +257,7 @@ class _Lowering:
             parts: list[int] = []
             for i in n.items:
                 if isinstance(i, ir.Literal) and i not in self.memo:
-                    parts.extend(s.bytes_(1 << b) for b in i.data)
+                    parts.extend([self.byte_term(b) for b in i.data])
                 else:
                     parts.append(self.lower(i))
             t = s.seq_list(parts)
