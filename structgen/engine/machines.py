@@ -128,8 +128,17 @@ class _Lowering:
         if isinstance(n, (ir.CharClass, ir.ByteClass)):
             return (True, False, False)
         if isinstance(n, (ir.Seq, ir.Alt)):
-            combine = all if isinstance(n, ir.Seq) else any
-            return (all(p[0] for p in kids), combine(p[1] for p in kids), any(p[2] for p in kids))
+            # one pass, no generators: this runs for most nodes of a grammar
+            pure, setop = True, False
+            if isinstance(n, ir.Seq):
+                nullable = True
+                for p in kids:
+                    pure, nullable, setop = pure and p[0], nullable and p[1], setop or p[2]
+            else:
+                nullable = False
+                for p in kids:
+                    pure, nullable, setop = pure and p[0], nullable or p[1], setop or p[2]
+            return (pure, nullable, setop)
         if isinstance(n, ir.Repeat):
             pure, nul, setop = kids[0]
             return (pure, n.min == 0 or nul or n.max == 0, setop)
@@ -322,13 +331,16 @@ def _bottom_up(
     stack: list[tuple[ir.Node, Sequence[ir.Node] | None]] = [(root, None)]
     while stack:
         n, kids = stack.pop()
-        if n in memo:
-            continue
         if kids is None:
+            if n in memo:
+                continue
             kids = children(n)
+            if not kids:  # a leaf (or a node read as one): no second visit
+                memo[n] = value(n, [])
+                continue
             stack.append((n, kids))
             stack.extend((k, None) for k in kids if k not in memo)
-        else:
+        elif n not in memo:
             memo[n] = value(n, [memo[k] for k in kids])
     return memo[root]
 
