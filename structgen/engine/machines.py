@@ -85,7 +85,16 @@ class _Lowering:
         self.facts: dict[ir.Node, tuple[bool, bool, bool]] = {}
         self.shortest_memo: dict[ir.Node, int | None] = {}
         self.bound_memo: dict[ir.Node, int | None] = {}
+        #: the term of each single byte, once asked (the store interns them: a lookup here saves
+        #: the interning for every byte of every literal)
+        self.byte_terms: list[int | None] = [None] * 256
         store.expander = self.expand
+
+    def byte_term(self, b: int) -> int:
+        t = self.byte_terms[b]
+        if t is None:
+            t = self.byte_terms[b] = self.s.bytes_(1 << b)
+        return t
 
     def expand(self, key: object) -> int:
         """Build the term of the rule behind a lazy term."""
@@ -119,8 +128,17 @@ class _Lowering:
         if isinstance(n, (ir.CharClass, ir.ByteClass)):
             return (True, False, False)
         if isinstance(n, (ir.Seq, ir.Alt)):
-            combine = all if isinstance(n, ir.Seq) else any
-            return (all(p[0] for p in kids), combine(p[1] for p in kids), any(p[2] for p in kids))
+            # one pass, no generators: this runs for most nodes of a grammar
+            pure, setop = True, False
+            if isinstance(n, ir.Seq):
+                nullable = True
+                for p in kids:
+                    pure, nullable, setop = pure and p[0], nullable and p[1], setop or p[2]
+            else:
+                nullable = False
+                for p in kids:
+                    pure, nullable, setop = pure and p[0], nullable or p[1], setop or p[2]
+            return (pure, nullable, setop)
         if isinstance(n, ir.Repeat):
             pure, nul, setop = kids[0]
             return (pure, n.min == 0 or nul or n.max == 0, setop)
@@ -235,7 +253,7 @@ class _Lowering:
         check_deadline()
         s = self.s
         if isinstance(n, ir.Literal):
-            t = s.seq_list([s.bytes_(1 << b) for b in n.data])
+            t = s.seq_list([self.byte_term(b) for b in n.data])
         elif isinstance(n, ir.ByteClass):
             t = s.bytes_(mask_of_ranges(n.byte_ranges()))
         elif isinstance(n, ir.CharClass):
@@ -248,7 +266,7 @@ class _Lowering:
             parts: list[int] = []
             for i in n.items:
                 if isinstance(i, ir.Literal) and i not in self.memo:
-                    parts.extend(s.bytes_(1 << b) for b in i.data)
+                    parts.extend([self.byte_term(b) for b in i.data])
                 else:
                     parts.append(self.lower(i))
             t = s.seq_list(parts)
@@ -313,13 +331,16 @@ def _bottom_up(
     stack: list[tuple[ir.Node, Sequence[ir.Node] | None]] = [(root, None)]
     while stack:
         n, kids = stack.pop()
-        if n in memo:
-            continue
         if kids is None:
+            if n in memo:
+                continue
             kids = children(n)
+            if not kids:  # a leaf (or a node read as one): no second visit
+                memo[n] = value(n, [])
+                continue
             stack.append((n, kids))
             stack.extend((k, None) for k in kids if k not in memo)
-        else:
+        elif n not in memo:
             memo[n] = value(n, [memo[k] for k in kids])
     return memo[root]
 

@@ -40,6 +40,17 @@ def productive_rules(grammar: Grammar) -> frozenset[str]:
     return cached  # type: ignore[no-any-return]
 
 
+def declare_all_productive(grammar: Grammar) -> Grammar:
+    """Record that every rule of ``grammar`` derives a sentence, without the analysis.
+
+    For a builder that removed the others itself by the same fixpoint (the JSON Schema
+    translator's clean-up, schema/trim.py, keeps only productive rules): the engine's lowering
+    asks for :func:`productive_rules` of every grammar it compiles, and the walk would repeat the
+    translator's. Tests compare the two on the schema corpora."""
+    grammar._derived[_CACHE_KEY] = frozenset(grammar.rules)  # noqa: SLF001 - the grammar's derived-data cache
+    return grammar
+
+
 def empty_rules(grammar: Grammar) -> frozenset[str]:
     """The rules of ``grammar`` whose language is empty (what :func:`productive_rules` leaves out)."""
     return frozenset(grammar.rules) - productive_rules(grammar)

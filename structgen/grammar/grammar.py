@@ -108,9 +108,12 @@ class Grammar:
             raise LimitError(f"grammar has {len(self._rules)} rules", limit="max_rules", value=limits.max_rules)
         if self._start not in self._rules and self._externs.get(self._start) != "grammar":
             raise GrammarError(f"start rule {self._start!r} is not defined", rule=self._start)
+        graph: dict[str, list[str]] = {}
+        with_setops: list[str] = []
         for name, body in self._rules.items():
             check_deadline()
-            if ir.depth(body) > limits.max_nesting:
+            depth, refs, setops = _scan(body)
+            if depth > limits.max_nesting:
                 from ..errors import LimitError
 
                 raise LimitError(
@@ -118,17 +121,28 @@ class Grammar:
                     limit="max_nesting",
                     value=limits.max_nesting,
                 )
-            for node in ir.iter_distinct(body, skip_closed=True):
-                if isinstance(node, ir.Ref) and node.name not in self._rules:
-                    if self._externs.get(node.name) != "grammar":
-                        raise GrammarError(f"undefined rule {node.name!r}", rule=name)
-        recursive = self.recursive_rules()
-        for name, body in self._rules.items():
-            for node in ir.iter_distinct(body, skip_closed=True):
+            if not refs <= self._rules.keys():
+                self._refuse_undefined(name, body)
+            graph[name] = sorted(refs & self._rules.keys())
+            if setops:
+                with_setops.append(name)
+        if self._recursive is None:
+            self._recursive = frozenset(nodes_on_cycles(graph))
+        recursive = self._recursive
+        for name in with_setops:
+            for node in ir.iter_distinct(self._rules[name], skip_closed=True):
                 # a closed subtree holds no Ref or Token: its operands are regular
                 if isinstance(node, (ir.Lexeme, ir.Difference, ir.Intersection)) and not ir.is_closed(node):
                     for operand in node.children():
                         self._check_regular(operand, recursive, name, type(node).__name__)
+
+    def _refuse_undefined(self, name: str, body: ir.Node) -> None:
+        """Raise for the first reference of ``body`` (in :func:`ir.iter_distinct`'s order) to a rule
+        that is neither defined nor an unbound grammar extern."""
+        for node in ir.iter_distinct(body, skip_closed=True):
+            if isinstance(node, ir.Ref) and node.name not in self._rules:
+                if self._externs.get(node.name) != "grammar":
+                    raise GrammarError(f"undefined rule {node.name!r}", rule=name)
 
     def _check_regular(self, node: ir.Node, recursive: frozenset[str], rule: str, op: str) -> None:
         seen: set[str] = set()
@@ -364,3 +378,49 @@ def bind_tokens(node: ir.Node, ids: Mapping[str, tuple[int, ...]]) -> ir.Node:
         return n
 
     return _transform(node, leaf)
+
+
+#: node kinds without children that are not references: :func:`_scan` does not enter them
+_PLAIN_LEAVES = frozenset({ir.Literal, ir.CharClass, ir.ByteClass, ir.Token})
+
+
+def _scan(body: ir.Node) -> tuple[int, set[str], bool]:
+    """(:func:`ir.depth` of ``body``, the rules it references, whether a set operation or a lexeme
+    outside a closed subtree is in it), in one iterative walk over its distinct inner nodes:
+    validation needs all three for every rule. Leaves (depth 1) are read from their parent,
+    not visited: nearly half of a translated grammar's nodes are literals."""
+    if isinstance(body, ir.Ref):
+        return 1, {body.name}, False
+    if body.__class__ in _PLAIN_LEAVES:
+        return 1, set(), False
+    leaves = _PLAIN_LEAVES
+    depth: dict[int, int] = {}
+    refs: set[str] = set()
+    setops = False
+    stack: list[tuple[ir.Node, bool]] = [(body, False)]
+    while stack:
+        n, expanded = stack.pop()
+        if expanded:
+            depth[id(n)] = 1 + max([depth.get(id(c), 1) for c in n.children()])
+            continue
+        if id(n) in depth:
+            continue
+        closed = ir.closed_facts(n)
+        if closed is not None:  # no Ref below, and its operands are regular
+            depth[id(n)] = closed.depth
+            continue
+        kids = n.children()
+        if not kids:
+            depth[id(n)] = 1
+            continue
+        if isinstance(n, (ir.Lexeme, ir.Difference, ir.Intersection)):
+            setops = True
+        stack.append((n, True))
+        for c in kids:
+            if c.__class__ in leaves:
+                continue
+            if isinstance(c, ir.Ref):
+                refs.add(c.name)
+            elif id(c) not in depth:
+                stack.append((c, False))
+    return depth[id(body)], refs, setops

@@ -190,8 +190,10 @@ class Seq(Node):
     _hash: int = field(init=False, compare=False, default=0)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "items", tuple(self.items))
-        _cached_hash(self, *(hash(i) for i in self.items))
+        items = self.items if type(self.items) is tuple else tuple(self.items)
+        object.__setattr__(self, "items", items)
+        # the value _cached_hash gives, built without its generator and argument tuples
+        object.__setattr__(self, "_hash", hash((type(self).__name__, *map(hash, items))))
 
     def __hash__(self) -> int:
         return self._hash
@@ -214,8 +216,10 @@ class Alt(Node):
     _hash: int = field(init=False, compare=False, default=0)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "items", tuple(self.items))
-        _cached_hash(self, *(hash(i) for i in self.items))
+        items = self.items if type(self.items) is tuple else tuple(self.items)
+        object.__setattr__(self, "items", items)
+        # the value _cached_hash gives, built without its generator and argument tuples
+        object.__setattr__(self, "_hash", hash((type(self).__name__, *map(hash, items))))
 
     def __hash__(self) -> int:
         return self._hash
@@ -380,11 +384,12 @@ def seq(*items: Node) -> Node:
             out.extend(it.items)
         elif isinstance(it, Literal) and not it.data:
             continue
-        elif it == NOTHING:
+        elif it.__class__ is Alt and not it.items:  # ``it == NOTHING`` without the dataclass __eq__ calls
             return NOTHING
         else:
             out.append(it)
-    # merge runs of adjacent literals ("a" "b" means "ab"), joining each run once (linear)
+    # merge runs of adjacent literals ("a" "b" means "ab"), joining each run once (linear); every
+    # literal of the result is a new object (the inliner's size limit counts distinct objects)
     merged: list[Node] = []
     run: list[bytes] = []
     for it in out:

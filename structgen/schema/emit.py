@@ -16,6 +16,7 @@ from typing import Any, Callable
 from ..deadline import check_deadline
 from ..errors import LimitError, SchemaError
 from ..grammar import ir
+from .arrays import array_node
 from .json_text import (
     ALL_SCALARS,
     ANY_U_ESCAPE,
@@ -43,6 +44,7 @@ from .model import (
     StringC,
     StrValues,
 )
+from .objects import object_node
 from .scalars import number_record_node, string_node
 from .whitespace import Layout
 
@@ -164,9 +166,6 @@ class Emitter:
     # -- schemas ---------------------------------------------------------------------------------
 
     def schema_node(self, s: Schema, depth: Depth, name: str) -> ir.Node:
-        from .arrays import array_node
-        from .objects import object_node
-
         parts: list[ir.Node] = []
         if s.null:
             parts.append(ir.lit("null"))

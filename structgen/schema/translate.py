@@ -14,6 +14,7 @@ from typing import Any
 from ..deadline import check_deadline, deadline_scope
 from ..errors import LimitError, SchemaError
 from ..grammar import Grammar
+from ..grammar.emptiness import declare_all_productive
 from ..limits import GrammarLimits
 from .compiler import Compiler, Dropped, Ignored
 from .emit import Emitter
@@ -83,6 +84,7 @@ def _compile(schema: Any, opts: SchemaOptions) -> SchemaCompilation:
         kw, ptr = ctx.empty_reason or ("false", "")
         raise SchemaError("the schema accepts no JSON value", keyword=kw, pointer=ptr)
     grammar = Grammar(rules, start, limits=GrammarLimits(max_rules=max(opts.max_rules, 1)))
+    declare_all_productive(grammar)  # trim kept only productive rules
     return SchemaCompilation(
         grammar,
         opts,

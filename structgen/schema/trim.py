@@ -82,51 +82,92 @@ _CLOSED_PRODUCTIVE: dict[int, tuple[ir.Node, bool]] = {}
 
 
 def _productive_node(node: ir.Node, productive: set[str]) -> bool:
+    """Whether ``node`` derives a string, given the rules known ``productive``.
+
+    Evaluated with short circuits, without recursion: a choice stops at its first productive
+    option and a sequence at its first unproductive part, so most of a body is never walked
+    (the first option of a translated object state is usually a reference to a productive rule).
+    """
     value: dict[int, bool] = {}
-    stack: list[tuple[ir.Node, bool]] = [(node, False)]
-    while stack:
-        n, expanded = stack.pop()
-        if id(n) in value:
+    # frames of the nodes being decided: [node, the children that decide it, next index, all?]
+    stack: list[list] = []
+    cur = node
+    while True:
+        v = _known_productive(cur, productive, value)
+        if v is None:
+            kids, conj = _deciding(cur)
+            stack.append([cur, kids, 0, conj])
+            cur = kids[0]
             continue
-        known = _CLOSED_PRODUCTIVE.get(id(n))
-        if known is not None and known[0] is n:
-            value[id(n)] = known[1]
-            continue
-        facts = ir.closed_facts(n)
-        if facts is not None and facts.plain:
-            value[id(n)] = facts.shortest is not None
-            continue
-        kids = n.children()
-        if kids and not expanded:
-            stack.append((n, True))
-            stack.extend((c, False) for c in kids)
-            continue
-        if isinstance(n, ir.Ref):
-            v = n.name in productive
-        elif isinstance(n, ir.CharClass):
-            v = bool(n.codepoints())
-        elif isinstance(n, ir.ByteClass):
-            v = bool(n.byte_ranges())
-        elif isinstance(n, (ir.Literal, ir.Token)):
-            v = True
-        elif isinstance(n, ir.Seq):
-            v = all(value[id(c)] for c in kids)
-        elif isinstance(n, ir.Alt):
-            v = any(value[id(c)] for c in kids)
-        elif isinstance(n, ir.Repeat):
-            v = n.min == 0 or value[id(kids[0])]
-        elif isinstance(n, (ir.Lexeme, ir.Difference)):
-            v = value[id(kids[0])]
-        elif isinstance(n, ir.Intersection):
-            v = value[id(kids[0])] and value[id(kids[1])]
-        else:  # pragma: no cover
-            v = True
-        value[id(n)] = v
-        if ir.is_closed(n):
-            if len(_CLOSED_PRODUCTIVE) >= ir.MAX_CLOSED:
-                _CLOSED_PRODUCTIVE.clear()
-            _CLOSED_PRODUCTIVE[id(n)] = (n, v)
-    return value[id(node)]
+        while stack:
+            frame = stack[-1]
+            n, kids, i, conj = frame
+            if v == conj:
+                i += 1
+                if i < len(kids):  # not decided yet: the next child
+                    frame[2] = i
+                    cur = kids[i]
+                    break
+            else:  # an unproductive part of a sequence, a productive option of a choice
+                v = not conj
+            stack.pop()
+            value[id(n)] = v
+            _remember_closed(n, v)
+        else:
+            return v
+
+
+def _known_productive(n: ir.Node, productive: set[str], value: dict[int, bool]) -> bool | None:
+    """The productivity of ``n`` when no child needs to be looked at, else None."""
+    known = value.get(id(n))
+    if known is not None:
+        return known
+    cached = _CLOSED_PRODUCTIVE.get(id(n))
+    if cached is not None and cached[0] is n:
+        return cached[1]
+    facts = ir.closed_facts(n)
+    if facts is not None and facts.plain:
+        return facts.shortest is not None
+    if isinstance(n, ir.Ref):
+        return n.name in productive
+    if isinstance(n, ir.CharClass):
+        return bool(n.codepoints())
+    if isinstance(n, ir.ByteClass):
+        return bool(n.byte_ranges())
+    if isinstance(n, (ir.Literal, ir.Token)):
+        return True
+    if isinstance(n, (ir.Seq, ir.Alt)):
+        if not n.items:  # the empty sequence matches "", the empty choice nothing
+            return isinstance(n, ir.Seq)
+        return None
+    if isinstance(n, ir.Repeat):
+        return True if n.min == 0 else None
+    if isinstance(n, (ir.Lexeme, ir.Difference, ir.Intersection)):
+        return None
+    return True  # pragma: no cover - every node kind is above
+
+
+def _deciding(n: ir.Node) -> tuple[tuple[ir.Node, ...], bool]:
+    """(the children whose productivity decides ``n``'s, whether all of them must be productive)."""
+    if isinstance(n, ir.Alt):
+        return n.items, False
+    if isinstance(n, ir.Seq):
+        return n.items, True
+    if isinstance(n, (ir.Repeat, ir.Lexeme, ir.Difference)):  # the item; a difference's left side
+        return n.children()[:1], True
+    return n.children(), True  # an intersection: both sides
+
+
+def _remember_closed(n: ir.Node, v: bool) -> None:
+    if ir.is_closed(n):
+        if len(_CLOSED_PRODUCTIVE) >= ir.MAX_CLOSED:
+            _CLOSED_PRODUCTIVE.clear()
+        _CLOSED_PRODUCTIVE[id(n)] = (n, v)
+
+
+#: node kinds without children that are not references: the walks for references step over them
+#: (a translated grammar's nodes are nearly half literals)
+_PLAIN_LEAVES = frozenset({ir.Literal, ir.CharClass, ir.ByteClass, ir.Token})
 
 
 def _ref_counts(node: ir.Node) -> dict[str, int]:
@@ -135,11 +176,48 @@ def _ref_counts(node: ir.Node) -> dict[str, int]:
 
     Bodies are DAGs (format grammars share subtrees heavily): one walk visits each distinct node
     once; only when some node was met twice are path counts propagated, instead of expanding
-    the tree."""
+    the tree. Leaves other than references are not visited: they hold no reference, and sharing
+    one changes no count."""
+    leaves = _PLAIN_LEAVES
+    out: dict[str, int] = {}
+    # a walk that counts every reference it meets: exact while no inner node is met twice (then
+    # every inner node has one path from the root, and each meeting of a reference is one place)
+    seen: set[int] = set()
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, ir.Ref):
+            out[n.name] = out.get(n.name, 0) + 1
+            continue
+        if id(n) in seen:
+            break
+        seen.add(id(n))
+        if not ir.is_closed(n):  # no Ref inside a closed subtree
+            stack.extend(c for c in reversed(n.children()) if c.__class__ not in leaves)
+    else:
+        return out
+    out.clear()
     preorder: list[ir.Node] = []
+    postorder = _post_order_nodes(node, leaves, preorder)
+    # path counts flow from parents to children: the reverse post-order has parents first
+    paths: dict[int, int] = {id(node): 1}
+    for n in reversed(postorder):
+        k = paths[id(n)]
+        if not ir.is_closed(n):
+            for c in n.children():
+                if c.__class__ not in leaves:
+                    paths[id(c)] = paths.get(id(c), 0) + k
+    for n in preorder:
+        if isinstance(n, ir.Ref):
+            out[n.name] = out.get(n.name, 0) + paths[id(n)]
+    return out
+
+
+def _post_order_nodes(node: ir.Node, leaves: frozenset[type], preorder: list[ir.Node]) -> list[ir.Node]:
+    """The distinct nodes under ``node`` (closed subtrees not entered, ``leaves`` left out), each
+    after everything below it; ``preorder`` gets them each before everything below it."""
     postorder: list[ir.Node] = []
     seen: set[int] = set()
-    shared = False
     stack: list[tuple[ir.Node, bool]] = [(node, False)]
     while stack:
         n, expanded = stack.pop()
@@ -147,30 +225,13 @@ def _ref_counts(node: ir.Node) -> dict[str, int]:
             postorder.append(n)
             continue
         if id(n) in seen:
-            shared = True
             continue
         seen.add(id(n))
         preorder.append(n)
         stack.append((n, True))
-        if not ir.is_closed(n):  # no Ref inside a closed subtree
-            stack.extend((c, False) for c in reversed(n.children()))
-    out: dict[str, int] = {}
-    if not shared:
-        for n in preorder:
-            if isinstance(n, ir.Ref):
-                out[n.name] = out.get(n.name, 0) + 1
-        return out
-    # path counts flow from parents to children: the reverse post-order has parents first
-    paths: dict[int, int] = {id(node): 1}
-    for n in reversed(postorder):
-        k = paths[id(n)]
         if not ir.is_closed(n):
-            for c in n.children():
-                paths[id(c)] = paths.get(id(c), 0) + k
-    for n in preorder:
-        if isinstance(n, ir.Ref):
-            out[n.name] = out.get(n.name, 0) + paths[id(n)]
-    return out
+            stack.extend((c, False) for c in reversed(n.children()) if c.__class__ not in leaves)
+    return postorder
 
 
 def _depth(node: ir.Node, memo: dict[int, tuple[ir.Node, int]]) -> int:

@@ -64,6 +64,11 @@ class Layout:
         #: what the grammar refers to for a gap (a rule reference once the emitter defines one)
         self.gap: ir.Node = gap_ref if gap_ref is not None else self.gap_body
         self._pretty_flex = ir.seq(ir.lit("\n"), ir.repeat(ir.lit(" "), 0, max(opts.max_indent, 0)))
+        #: the comma node per depth and the colon node, each with the gap it was built with (the
+        #: emitter may replace ``gap`` by a rule reference), built once: an object's states ask
+        #: for them thousands of times (one entry per nesting depth, at most ``max_depth``)
+        self._commas: dict[int | None, tuple[ir.Node, ir.Node]] = {}
+        self._colon: tuple[ir.Node, ir.Node] | None = None
 
     def needs_gap_rule(self) -> bool:
         return not self.pretty and self.gap_body != ir.EMPTY
@@ -87,14 +92,22 @@ class Layout:
         return ir.EMPTY if self.pretty else self.gap
 
     def comma(self, depth: int | None) -> ir.Node:
+        known = self._commas.get(depth)
+        if known is not None and known[0] is self.gap:
+            return known[1]
         if self.pretty:
-            return ir.seq(ir.lit(","), self._indent(None if depth is None else depth + 1))
-        return ir.seq(self.gap, ir.lit(","), self.gap)
+            node = ir.seq(ir.lit(","), self._indent(None if depth is None else depth + 1))
+        else:
+            node = ir.seq(self.gap, ir.lit(","), self.gap)
+        self._commas[depth] = (self.gap, node)
+        return node
 
     def colon(self) -> ir.Node:
-        if self.pretty:
-            return ir.lit(": ")
-        return ir.seq(self.gap, ir.lit(":"), self.gap)
+        if self._colon is not None and self._colon[0] is self.gap:
+            return self._colon[1]
+        node = ir.lit(": ") if self.pretty else ir.seq(self.gap, ir.lit(":"), self.gap)
+        self._colon = (self.gap, node)
+        return node
 
     def sep(self, count: int, depth: int | None) -> ir.Node:
         """What precedes an item after ``count`` items: ``open`` for the first, ``comma`` later."""

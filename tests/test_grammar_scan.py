@@ -1,0 +1,54 @@
+"""Grammar validation's one walk per rule (``grammar._scan``) against the walks it replaced:
+``ir.depth``, ``ir.refs`` and a search for set operations, on hypothesis-built trees with shared
+subtrees, repeated reference objects and closed subtrees."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from structgen.grammar import ir
+from structgen.grammar.grammar import _scan
+
+_closed_part = ir.mark_closed(ir.seq(ir.lit("k"), ir.alt(ir.char((0x30, 0x39)), ir.lit("z")), ir.lit("!")))
+_leaves = st.one_of(
+    st.sampled_from(["a", "", "xy"]).map(ir.lit),
+    st.just(ir.char((0x61, 0x7A))),
+    st.just(ir.ByteClass(((0, 127),))),
+    st.just(ir.Token((3,))),
+    st.just(ir.EMPTY),
+    st.just(ir.NOTHING),
+    st.just(_closed_part),
+    st.sampled_from(["r1", "r2", "r3"]).map(ir.Ref),
+)
+
+
+def _grow(children: st.SearchStrategy[ir.Node]) -> st.SearchStrategy[ir.Node]:
+    lists = st.lists(children, min_size=0, max_size=4)
+    return st.one_of(
+        lists.map(lambda xs: ir.Seq(tuple(xs))),
+        lists.map(lambda xs: ir.Alt(tuple(xs))),
+        st.tuples(children, st.integers(0, 2)).map(lambda t: ir.Repeat(t[0], t[1], t[1] + 1)),
+        children.map(ir.Lexeme),
+        st.tuples(children, children).map(lambda t: ir.Difference(*t)),
+        st.tuples(children, children).map(lambda t: ir.Intersection(*t)),
+        children.map(lambda c: ir.Seq((c, ir.lit("x"), c))),  # a shared subtree
+    )
+
+
+def _setops(node: ir.Node) -> bool:
+    return any(
+        isinstance(n, (ir.Lexeme, ir.Difference, ir.Intersection)) and not ir.is_closed(n)
+        for n in ir.iter_distinct(node, skip_closed=True)
+    )
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.recursive(_leaves, _grow, max_leaves=30))
+def test_scan_is_depth_refs_and_setops(node: ir.Node) -> None:
+    assert _scan(node) == (ir.depth(node), ir.refs(node), _setops(node))
+
+
+def test_scan_of_a_closed_set_operation_reports_none() -> None:
+    closed = ir.mark_closed(ir.Intersection(ir.repeat(ir.char((0x61, 0x7A)), 1, 5), ir.lit("abc")))
+    assert _scan(ir.seq(closed, ir.Ref("x"))) == (ir.depth(ir.seq(closed, ir.Ref("x"))), {"x"}, False)
