@@ -11,6 +11,7 @@ token) are rules too, so the grammar holds each of them once.
 from __future__ import annotations
 
 import re
+import zlib
 from typing import Any, Callable
 
 from ..deadline import check_deadline
@@ -81,7 +82,7 @@ class Emitter:
     def fresh(self, hint: str) -> str:
         base = re.sub(r"[^A-Za-z0-9]+", "-", hint).strip("-") or "r"
         if len(base) > 48:
-            base = base[:40].rstrip("-") + "-" + format(abs(hash(hint)) % 0xFFFF, "x")
+            base = base[:40].rstrip("-") + "-" + format(zlib.crc32(hint.encode("utf-8", "surrogatepass")) & 0xFFFF, "x")
         # numbering resumes where this base left off: scanning from 2 on every call made the
         # rules of one long key (a chunk every few dozen characters) quadratic in its length
         n = self._next_number.get(base, 1)
