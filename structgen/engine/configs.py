@@ -170,6 +170,10 @@ class ConfigSystem:
 
     def after_literal(self, run: tuple[bytes, tuple[int, ...], int], n: int) -> int:
         """The configuration after the first ``n`` bytes of a :meth:`literal_run`."""
+        return self.config([self.stack(run[2], self._top_after_literal(run, n))])
+
+    def _top_after_literal(self, run: tuple[bytes, tuple[int, ...], int], n: int) -> int:
+        """The top after the first ``n`` bytes of a :meth:`literal_run` (its rest remembered)."""
         parent, top = run[2], run[1][n - 1]
         key = (parent, top)
         left = len(run[0]) - n
@@ -178,7 +182,7 @@ class ConfigSystem:
             # found again when asked: copies at every position would be quadratic), unless the
             # run stopped at its length bound, not at the literal's end: the rest goes on
             self._literal_tops[key] = (run[0][n:], run[1][n:], parent) if left >= 2 else None
-        return self.config([self.stack(parent, top)])
+        return top
 
     def without_exit(self, cid: int) -> int:
         """``cid`` without :attr:`exit_mark` (DEAD when nothing else is left)."""
@@ -207,6 +211,60 @@ class ConfigSystem:
         for sid in stacks:
             out.update(self._step_stack(sid, symbol))
         return self.config(out) if out else DEAD
+
+    def step_bytes(self, cid: int, data: bytes, *, literal_runs: bool = True) -> int:
+        """The configuration after ``data`` from ``cid`` (DEAD where a byte is refused): the
+        stacks are stepped byte by byte, and only the configuration at the end is interned.
+
+        A commit needs the configuration after the whole token; the ones between its bytes
+        are never a state's and rarely a walk's, yet interned they would each hold a table row
+        and memos for as long as the constraint lives (inside ``maxLength: 1000000`` every byte
+        is a new count: four configurations a token). The transitions are the ones :meth:`step`
+        takes, so the end is the configuration stepping through interned ones reaches. One
+        stack whose top neither calls nor returns on the byte steps by its top's derivative
+        alone (as :meth:`_step_stack` does), and is interned only where another step needs it.
+        With ``literal_runs``, a stack's fixed bytes (:meth:`literal_run_of`) are read at once."""
+        store = self.store
+        flags, kind = store.flags, store.kind
+        stacks = self.configs[cid]
+        # exactly one stack, as (parent, top), not necessarily interned; else None and ``stacks``
+        single = (self.stack_parent[stacks[0]], self.stack_top[stacks[0]]) if len(stacks) == 1 else None
+        i, n = 0, len(data)
+        while i < n:
+            if single is not None:
+                parent, top = single
+                if literal_runs and kind[top] == SEQ_K and kind[store.a[top]] == BYTES_K:
+                    # looked up only where a run can start: remembered per top, one per byte else
+                    run = self.literal_run_of(parent, top)
+                    if run is not None:
+                        lit = run[0]
+                        k = min(len(lit), n - i)
+                        if data[i : i + k] != lit[:k]:
+                            return DEAD
+                        single = (parent, self._top_after_literal(run, k))
+                        i += k
+                        continue
+                byte = data[i]
+                if not flags[top] & HAS_SYM and (parent < 0 or not store.nullable_at(top, byte)):
+                    d = store.deriv(top, byte)
+                    if d == NOTHING:
+                        return DEAD
+                    single = (parent, d)
+                    i += 1
+                    continue
+                stacks = self._step_stack(self.stack(parent, top), byte)
+            else:
+                out: set[int] = set()
+                for sid in stacks:
+                    out.update(self._step_stack(sid, data[i]))
+                stacks = tuple(out)
+            if not stacks:
+                return DEAD
+            single = (self.stack_parent[stacks[0]], self.stack_top[stacks[0]]) if len(stacks) == 1 else None
+            i += 1
+        if single is not None:
+            return self.config([self.stack(*single)])
+        return self.config(stacks)
 
     def _step_stack(self, sid: int, symbol: int) -> tuple[int, ...]:
         key = (sid, symbol)
