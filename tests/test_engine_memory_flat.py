@@ -42,7 +42,8 @@ def _walk(state: State, tokens: list[int]) -> None:
 
 def test_long_string_adds_one_configuration_per_token(llama3: Vocab) -> None:
     """``maxLength: 1000000``: the walk's configurations and stacks grow by one per token
-    committed (the count after it), not by one per byte (about five per token before)."""
+    committed (the count after it), not by one per byte (about five per token before), and
+    its terms by two (ten before: the bytes that are whole characters are read at once)."""
     g = json_schema_to_grammar({"type": "string", "maxLength": 1_000_000})
     tokens = greedy_tokens(llama3, b'"' + (_TEXT * 20).encode())
     warm, measured = tokens[:40], tokens[40:340]
@@ -54,6 +55,8 @@ def test_long_string_adds_one_configuration_per_token(llama3: Vocab) -> None:
     after = c.stats()
     assert after["configs"] - before["configs"] <= len(measured) + 4
     assert after["stacks"] - before["stacks"] <= len(measured) + 4
+    # the count's repetition and the sequence after it: two terms a token, not two a byte
+    assert after["terms"] - before["terms"] <= 2 * len(measured) + 8
 
 
 def test_deep_nesting_keeps_one_chain_per_level(llama3: Vocab) -> None:
@@ -86,7 +89,7 @@ def _grammar(which: str) -> Grammar:
 
 
 _DOCS = {
-    "string": [json.dumps(s).encode() for s in ("hello wörld", 'a\\"b', "x" * 39, "tab\tend")],
+    "string": [json.dumps(s).encode() for s in ("hello wörld", 'a\\"b', "x" * 39, "tab\tend", "ab" * 19 + "é")],
     "object": [json.dumps(d).encode() for d in ({"name": "ab", "tags": [1, [2, {"x": None}]]}, {"name": "ünï"})],
     "any": [json.dumps(d).encode() for d in ([[[[1]]]], {"k": [True, "s", 1.5e3]}, "plain")],
     "regex": [b"abababab", b"aaaaab", b"bbbbabab"],

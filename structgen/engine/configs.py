@@ -76,6 +76,7 @@ class ConfigSystem:
         self._literals: dict[int, tuple[bytes, tuple[int, ...], int] | None] = {}
         self._literal_tops: dict[tuple[int, int], tuple[bytes, tuple[int, ...], int] | None] = {}
         self._first_bytes_bound: dict[int, int] = {}
+        self._unit_bytes: dict[int, int] = {}  # unit -> bytes that are a whole unit of it
         #: the frame below a relative stack (see :meth:`relative`) and the stack a return into
         #: it leaves in a configuration (both -1 until the first relative configuration)
         self.hole = -1
@@ -244,6 +245,11 @@ class ConfigSystem:
                         single = (parent, self._top_after_literal(run, k))
                         i += k
                         continue
+                jump = self._whole_units(top, data, i)
+                if jump is not None:
+                    single = (parent, jump[0])
+                    i += jump[1]
+                    continue
                 byte = data[i]
                 if not flags[top] & HAS_SYM and (parent < 0 or not store.nullable_at(top, byte)):
                     d = store.deriv(top, byte)
@@ -265,6 +271,51 @@ class ConfigSystem:
         if single is not None:
             return self.config([self.stack(*single)])
         return self.config(stacks)
+
+    def _whole_units(self, top: int, data: bytes, i: int) -> tuple[int, int] | None:
+        """``(top after, bytes read)`` where ``top`` is ``x{lo,hi} rest`` and ``data`` goes on
+        from ``i`` with bytes each of which is a whole unit of ``x`` (``deriv(x, c)`` is
+        ``EMPTY``) and none of which ``rest`` can start with: ``j`` of them derive the top to
+        ``x{lo-j,hi-j} rest``, built at once. Byte by byte every count between would be two new
+        terms (the repetition and the sequence) kept for the constraint's life: inside a long
+        ``maxLength`` string, ten a token. The terms are the ones the derivatives make (the
+        store interns them): each step derives the head ``x{l,h}`` to ``x{l-1,h-1}`` while it
+        stays a repetition (``h - 1 >= 2``; ``x{1,1}`` is ``x``), the rest is never derived, the
+        top neither calls nor ends (no symbol, ``rest`` not nullable), and nothing in it is
+        pruned by emptiness (no lexeme or set operation). None where that does not hold for
+        two bytes or more (the ordinary step is as cheap for one)."""
+        store = self.store
+        kind = store.kind
+        if kind[top] != SEQ_K:
+            return None
+        head, rest = store.a[top], store.b[top]
+        if kind[head] != REPEAT_K or store.flags[top] & (HAS_SYM | HAS_POSS | HAS_SETOP) or store.nullable[rest]:  # type: ignore[index]
+            return None
+        lo, hi = store.b[head]  # type: ignore[misc]
+        x = store.a[head]
+        if hi is None or hi < 3 or kind[x] == REPEAT_K:  # type: ignore[index]
+            return None  # an unbounded loop derives to itself; a nested repetition is rewritten
+        units = self._single_units(x) & ~store.first_bytes(rest)  # type: ignore[arg-type]
+        most = min(hi - 1, len(data) - i)
+        j = 0
+        while j < most and units >> data[i + j] & 1:
+            j += 1
+        if j < 2:
+            return None
+        return store.seq(store.repeat(x, max(lo - j, 0), hi - j), rest), j  # type: ignore[arg-type]
+
+    def _single_units(self, x: int) -> int:
+        """The bytes ``c`` with ``deriv(x, c) == EMPTY`` (a whole unit of one byte), as a 256-bit
+        mask; one derivative per byte class of ``x`` (remembered per unit)."""
+        found = self._unit_bytes.get(x)
+        if found is None:
+            store = self.store
+            found = 0
+            for part in store.classes(x):
+                if store.deriv(x, (part & -part).bit_length() - 1) == EMPTY:
+                    found |= part
+            self._unit_bytes[x] = found
+        return found
 
     def _step_stack(self, sid: int, symbol: int) -> tuple[int, ...]:
         key = (sid, symbol)
