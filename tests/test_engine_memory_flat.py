@@ -61,14 +61,18 @@ def test_long_string_adds_one_configuration_per_token(llama3: Vocab) -> None:
 
 def test_deep_nesting_keeps_one_chain_per_level(llama3: Vocab) -> None:
     """Any JSON nested deep: the count clamp remembers one clamped caller chain per level (the
-    one asked for), not one per frame it keeps (four per level before)."""
+    one asked for), not one per frame it keeps (four per level before), and a level interns
+    two stacks."""
     c = Constraint.compile(json_schema_to_grammar({}), llama3)
     bracket = greedy_tokens(llama3, b"[")
     state = c.start()
     _walk(state, bracket * 50)
-    before = len(c._clamp._chain)
+    before, stacks = len(c._clamp._chain), c.stats()["stacks"]
     _walk(state, bracket * 300)
     assert len(c._clamp._chain) - before <= 300 + 4
+    # the frame of the value after the item and the array's top: not the value's and the
+    # array's bodies the call read the ``[`` in (five stacks a level before)
+    assert c.stats()["stacks"] - stacks <= 2 * 300 + 4
 
 
 @functools.lru_cache(maxsize=8)

@@ -332,22 +332,29 @@ class ConfigSystem:
                 self._step_memo[key] = r
                 return r
         out: set[int] = set()
-        self._advance(sid, symbol, out, 0, set())
+        self._advance(self.stack_parent[sid], self.stack_top[sid], symbol, out, 0, set())
         r = tuple(out)
         self._step_memo[key] = r
         return r
 
-    def _advance(self, sid: int, symbol: int, out: set[int], depth: int, seen: set[int]) -> None:
+    def _advance(
+        self, parent: int, top: int, symbol: int, out: set[int], depth: int, seen: set[tuple[int, int]]
+    ) -> None:
+        """Add to ``out`` the stacks after ``symbol`` from the stack ``(parent, top)``: its top's
+        derivative, what the calls it starts with read, and a return into ``parent``. A callee's
+        frame is interned only where it stays below a stack of ``out`` (its caller, never the
+        callee's body itself, which the byte derives away): one ``[`` of any JSON calls a value,
+        then an array, and each level of a deep document would keep both frames."""
         # a stack met again in one step adds nothing new: a nullable machine called in a loop
         # (``a ::= b{2,}`` with ``b`` able to match nothing) returns to the same stack forever
-        if sid in seen:
+        key = (parent, top)
+        if key in seen:
             return
-        seen.add(sid)
-        if sid == self.hole:
+        seen.add(key)
+        if parent == -2:  # the hole (the one stack over parent -2): a return into it
             out.add(self.exit_mark)
             return
         store = self.store
-        parent, top = self.stack_parent[sid], self.stack_top[sid]
         is_byte = symbol < 256
         la = symbol if is_byte else LA_TOKEN
         d = store.deriv(top, symbol) if is_byte else store.deriv_sym(top, symbol, la)
@@ -360,13 +367,12 @@ class ConfigSystem:
             if cont == NOTHING:
                 continue
             caller = parent if cont == EMPTY else self.stack(parent, cont)
-            callee = self.stack(caller, self.m.body[symbol_index(sym)])
             if depth > len(self.m.body):  # pragma: no cover - left recursion is refused at build
                 raise LimitError("call chain without input", limit="left_recursion")
-            self._advance(callee, symbol, out, depth + 1, seen)
+            self._advance(caller, self.m.body[symbol_index(sym)], symbol, out, depth + 1, seen)
         if parent >= 0 and store.nullable_at(top, la):
             # a return pops the frame a call pushed: `depth` counts calls still open
-            self._advance(parent, symbol, out, max(depth - 1, 0), seen)
+            self._advance(self.stack_parent[parent], self.stack_top[parent], symbol, out, max(depth - 1, 0), seen)
 
     # -- byte classes -----------------------------------------------------------------------------
 
