@@ -2,6 +2,7 @@
 
     python benchmarks/memory_per_token.py                       # all three cases, 2,000 tokens each
     python benchmarks/memory_per_token.py --case string --tokens 5000 --warmup 1000
+    python benchmarks/memory_per_token.py --structgen-from /tmp/old   # another checkout's engine
 
 Three reproducers on a real vocabulary (Llama 3 by default), each walked by one state
 (``mask_words`` then ``commit_token`` per token):
@@ -16,7 +17,10 @@ the next ``--tokens`` tokens is reported per token: new configurations, stacks a
 growth of ``Constraint.memory_bytes()`` (the engine's own estimate, what ``max_memory_bytes``
 bounds), of the Python heap (tracemalloc, which slows the walk several times) and of the process's
 RSS. A state's history holds one int per token (for rollback): 8 bytes of list slot, the ints
-are small and shared, so flat means a few bytes per token.
+are small and shared, so flat means a few bytes per token. The mask cache is bounded by
+``EngineLimits.max_cached_masks``; ``--cached-masks`` (256 by default) sets it low, so that it is
+full after the warm-up and its growth does not count as the walk's. Table rows are allocated by
+doubling, so ``memory_bytes`` and RSS jump where a doubling falls in the window.
 """
 
 from __future__ import annotations
@@ -28,13 +32,9 @@ import pathlib
 import random
 import sys
 import tracemalloc
+from typing import Any
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO_ROOT))
-
-from structgen import Constraint, Grammar, Vocab  # noqa: E402
-from structgen.schema import json_schema_to_grammar  # noqa: E402
-from tools.assets import find_asset  # noqa: E402
 
 TEXT = (
     "The quick brown fox jumps over the lazy dog, and the committee agreed that the report "
@@ -50,7 +50,7 @@ def rss_bytes() -> int:
     return 0
 
 
-def greedy_tokens(vocab: Vocab, text: bytes) -> list[int]:
+def greedy_tokens(vocab: Any, text: bytes) -> list[int]:
     """Longest-match tokenization over the vocabulary's text tokens."""
     index: dict[bytes, int] = {}
     for i in range(vocab.n_tokens):
@@ -70,8 +70,11 @@ def greedy_tokens(vocab: Vocab, text: bytes) -> list[int]:
     return out
 
 
-def case_tokens(case: str, vocab: Vocab, n: int) -> tuple[Grammar, list[int]]:
+def case_tokens(case: str, vocab: Any, n: int) -> tuple[Any, list[int]]:
     """The grammar of ``case`` and at least ``n`` tokens of a valid prefix."""
+    from structgen import Grammar
+    from structgen.schema import json_schema_to_grammar
+
     if case == "string":
         g = json_schema_to_grammar({"type": "string", "maxLength": 1_000_000})
         text = b'"'
@@ -92,14 +95,17 @@ def case_tokens(case: str, vocab: Vocab, n: int) -> tuple[Grammar, list[int]]:
     raise ValueError(case)
 
 
-def counts(c: Constraint) -> dict[str, int]:
+def counts(c: Any) -> dict[str, int]:
     s = c.stats()
     return {"configs": s["configs"], "stacks": s["stacks"], "terms": s["terms"], "memory_bytes": c.memory_bytes()}
 
 
-def measure(case: str, vocab: Vocab, warmup: int, tokens: int, heap: bool) -> dict[str, float]:
+def measure(case: str, vocab: Any, warmup: int, tokens: int, heap: bool, cached_masks: int) -> dict[str, float]:
+    from structgen import Constraint
+    from structgen.engine.limits import EngineLimits
+
     g, ids = case_tokens(case, vocab, warmup + tokens)
-    c = Constraint.compile(g, vocab)
+    c = Constraint.compile(g, vocab, limits=EngineLimits(max_cached_masks=cached_masks))
     state = c.start()
 
     def walk(part: list[int]) -> None:
@@ -136,7 +142,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tokens", type=int, default=2000)
     ap.add_argument("--no-heap", action="store_true", help="skip tracemalloc (faster; no heap column)")
     ap.add_argument("--json", action="store_true", help="print one JSON object per case")
+    ap.add_argument("--cached-masks", type=int, default=256, help="EngineLimits.max_cached_masks")
+    ap.add_argument("--structgen-from", default=None, metavar="DIR", help="import structgen from this checkout")
     args = ap.parse_args(argv)
+    sys.path.insert(0, str(REPO_ROOT))
+    if args.structgen_from:
+        sys.path.insert(0, str(pathlib.Path(args.structgen_from).resolve()))
+    import structgen
+    from structgen import Vocab
+    from tools.assets import find_asset
+
     path = find_asset("vocab", args.vocab)
     if path is None:
         print("vocabulary not found: run `python tools/fetch_assets.py --dest .assets`")
@@ -144,11 +159,14 @@ def main(argv: list[str] | None = None) -> int:
     vocab = Vocab.from_gguf(path)
     cases = ("string", "nested", "regex") if args.case == "all" else (args.case,)
     if not args.json:
-        print(f"vocabulary {args.vocab}; warm-up {args.warmup} tokens, then {args.tokens} measured")
+        print(
+            f"structgen from {pathlib.Path(structgen.__file__).parent}; vocabulary {args.vocab}; "
+            f"warm-up {args.warmup} tokens, then {args.tokens} measured; max_cached_masks {args.cached_masks}"
+        )
         print("| case | configs/tok | stacks/tok | terms/tok | memory_bytes/tok | heap B/tok | RSS B/tok |")
         print("|---|---|---|---|---|---|---|")
     for case in cases:
-        r = measure(case, vocab, args.warmup, args.tokens, heap=not args.no_heap)
+        r = measure(case, vocab, args.warmup, args.tokens, heap=not args.no_heap, cached_masks=args.cached_masks)
         if args.json:
             print(json.dumps({"case": case, **r}))
         else:
