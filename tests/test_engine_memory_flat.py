@@ -40,12 +40,22 @@ def _walk(state: State, tokens: list[int]) -> None:
         assert state.commit_token(tok)
 
 
-def test_long_string_adds_one_configuration_per_token(llama3: Vocab) -> None:
+_LONG = {"type": "string", "maxLength": 1_000_000}
+_IN_OBJECT = {
+    "type": "object",
+    "properties": {"text": _LONG, "n": {"type": "integer"}, "more": {"type": "array"}},
+    "required": ["text", "n", "more"],
+}
+
+
+@pytest.mark.parametrize(("schema", "prefix"), [(_LONG, b'"'), (_IN_OBJECT, b'{"text": "')], ids=["alone", "in_object"])
+def test_long_string_adds_one_configuration_per_token(llama3: Vocab, schema: dict, prefix: bytes) -> None:
     """``maxLength: 1000000``: the walk's configurations and stacks grow by one per token
     committed (the count after it), not by one per byte (about five per token before), and
-    its terms by two (ten before: the bytes that are whole characters are read at once)."""
-    g = json_schema_to_grammar({"type": "string", "maxLength": 1_000_000})
-    tokens = greedy_tokens(llama3, b'"' + (_TEXT * 20).encode())
+    its terms by two (ten before: the bytes that are whole characters are read at once), also
+    where the document after the string holds calls (a value of an object)."""
+    g = json_schema_to_grammar(schema)
+    tokens = greedy_tokens(llama3, prefix + (_TEXT * 20).encode())
     warm, measured = tokens[:40], tokens[40:340]
     c = Constraint.compile(g, llama3)
     state = c.start()
@@ -94,7 +104,10 @@ def _grammar(which: str) -> Grammar:
 
 _DOCS = {
     "string": [json.dumps(s).encode() for s in ("hello wörld", 'a\\"b', "x" * 39, "tab\tend", "ab" * 19 + "é")],
-    "object": [json.dumps(d).encode() for d in ({"name": "ab", "tags": [1, [2, {"x": None}]]}, {"name": "ünï"})],
+    "object": [
+        json.dumps(d).encode()
+        for d in ({"name": "ab", "tags": [1, [2, {"x": None}]]}, {"name": "ünï"}, {"name": "abcdefghijk", "tags": []})
+    ],
     "any": [json.dumps(d).encode() for d in ([[[[1]]]], {"k": [True, "s", 1.5e3]}, "plain")],
     "regex": [b"abababab", b"aaaaab", b"bbbbabab"],
 }

@@ -281,21 +281,32 @@ class ConfigSystem:
         ``maxLength`` string, ten a token. The terms are the ones the derivatives make (the
         store interns them): each step derives the head ``x{l,h}`` to ``x{l-1,h-1}`` while it
         stays a repetition (``h - 1 >= 2``; ``x{1,1}`` is ``x``), the rest is never derived, the
-        top neither calls nor ends (no symbol, ``rest`` not nullable), and nothing in it is
+        top neither calls nor ends (no call first, ``rest`` not nullable), and nothing in it is
         pruned by emptiness (no lexeme or set operation). None where that does not hold for
-        two bytes or more (the ordinary step is as cheap for one)."""
+        two bytes or more (the ordinary step is as cheap for one). A rest that calls further
+        on (the document after a string value) is no obstacle: a step of such a top is the
+        derivative alone where no call can come first."""
         store = self.store
         kind = store.kind
         if kind[top] != SEQ_K:
             return None
         head, rest = store.a[top], store.b[top]
-        if kind[head] != REPEAT_K or store.flags[top] & (HAS_SYM | HAS_POSS | HAS_SETOP) or store.nullable[rest]:  # type: ignore[index]
+        if kind[head] != REPEAT_K or store.flags[top] & (HAS_POSS | HAS_SETOP) or store.flags[head] & HAS_SYM:  # type: ignore[index]
+            return None
+        if store.nullable[rest]:  # type: ignore[index]
             return None
         lo, hi = store.b[head]  # type: ignore[misc]
         x = store.a[head]
         if hi is None or hi < 3 or kind[x] == REPEAT_K:  # type: ignore[index]
             return None  # an unbounded loop derives to itself; a nested repetition is rewritten
         units = self._single_units(x) & ~store.first_bytes(rest)  # type: ignore[arg-type]
+        if not units:
+            return None
+        if store.flags[rest] & HAS_SYM and any(is_call(sym) for sym in store.first_syms(rest)):  # type: ignore[index,arg-type]
+            # a rest that may start with a call is entered once the count may stop: the byte
+            # could be read inside the callee (a rest with calls further on, the rest of a
+            # document after a string, is never entered: it cannot start with these bytes)
+            return None
         most = min(hi - 1, len(data) - i)
         j = 0
         while j < most and units >> data[i + j] & 1:
