@@ -76,6 +76,7 @@ class ConfigSystem:
         self._literals: dict[int, tuple[bytes, tuple[int, ...], int] | None] = {}
         self._literal_tops: dict[tuple[int, int], tuple[bytes, tuple[int, ...], int] | None] = {}
         self._first_bytes_bound: dict[int, int] = {}
+        self._unit_bytes: dict[int, int] = {}  # unit -> bytes that are a whole unit of it
         #: the frame below a relative stack (see :meth:`relative`) and the stack a return into
         #: it leaves in a configuration (both -1 until the first relative configuration)
         self.hole = -1
@@ -170,6 +171,10 @@ class ConfigSystem:
 
     def after_literal(self, run: tuple[bytes, tuple[int, ...], int], n: int) -> int:
         """The configuration after the first ``n`` bytes of a :meth:`literal_run`."""
+        return self.config([self.stack(run[2], self._top_after_literal(run, n))])
+
+    def _top_after_literal(self, run: tuple[bytes, tuple[int, ...], int], n: int) -> int:
+        """The top after the first ``n`` bytes of a :meth:`literal_run` (its rest remembered)."""
         parent, top = run[2], run[1][n - 1]
         key = (parent, top)
         left = len(run[0]) - n
@@ -178,7 +183,7 @@ class ConfigSystem:
             # found again when asked: copies at every position would be quadratic), unless the
             # run stopped at its length bound, not at the literal's end: the rest goes on
             self._literal_tops[key] = (run[0][n:], run[1][n:], parent) if left >= 2 else None
-        return self.config([self.stack(parent, top)])
+        return top
 
     def without_exit(self, cid: int) -> int:
         """``cid`` without :attr:`exit_mark` (DEAD when nothing else is left)."""
@@ -208,6 +213,121 @@ class ConfigSystem:
             out.update(self._step_stack(sid, symbol))
         return self.config(out) if out else DEAD
 
+    def step_bytes(self, cid: int, data: bytes, *, literal_runs: bool = True) -> int:
+        """The configuration after ``data`` from ``cid`` (DEAD where a byte is refused): the
+        stacks are stepped byte by byte, and only the configuration at the end is interned.
+
+        A commit needs the configuration after the whole token; the ones between its bytes
+        are never a state's and rarely a walk's, yet interned they would each hold a table row
+        and memos for as long as the constraint lives (inside ``maxLength: 1000000`` every byte
+        is a new count: four configurations a token). The transitions are the ones :meth:`step`
+        takes, so the end is the configuration stepping through interned ones reaches. One
+        stack whose top neither calls nor returns on the byte steps by its top's derivative
+        alone (as :meth:`_step_stack` does), and is interned only where another step needs it.
+        With ``literal_runs``, a stack's fixed bytes (:meth:`literal_run_of`) are read at once."""
+        store = self.store
+        flags, kind = store.flags, store.kind
+        stacks = self.configs[cid]
+        # exactly one stack, as (parent, top), not necessarily interned; else None and ``stacks``
+        single = (self.stack_parent[stacks[0]], self.stack_top[stacks[0]]) if len(stacks) == 1 else None
+        i, n = 0, len(data)
+        while i < n:
+            if single is not None:
+                parent, top = single
+                if literal_runs and kind[top] == SEQ_K and kind[store.a[top]] == BYTES_K:
+                    # looked up only where a run can start: remembered per top, one per byte else
+                    run = self.literal_run_of(parent, top)
+                    if run is not None:
+                        lit = run[0]
+                        k = min(len(lit), n - i)
+                        if data[i : i + k] != lit[:k]:
+                            return DEAD
+                        single = (parent, self._top_after_literal(run, k))
+                        i += k
+                        continue
+                jump = self._whole_units(top, data, i)
+                if jump is not None:
+                    single = (parent, jump[0])
+                    i += jump[1]
+                    continue
+                byte = data[i]
+                if not flags[top] & HAS_SYM and (parent < 0 or not store.nullable_at(top, byte)):
+                    d = store.deriv(top, byte)
+                    if d == NOTHING:
+                        return DEAD
+                    single = (parent, d)
+                    i += 1
+                    continue
+                stacks = self._step_stack(self.stack(parent, top), byte)
+            else:
+                out: set[int] = set()
+                for sid in stacks:
+                    out.update(self._step_stack(sid, data[i]))
+                stacks = tuple(out)
+            if not stacks:
+                return DEAD
+            single = (self.stack_parent[stacks[0]], self.stack_top[stacks[0]]) if len(stacks) == 1 else None
+            i += 1
+        if single is not None:
+            return self.config([self.stack(*single)])
+        return self.config(stacks)
+
+    def _whole_units(self, top: int, data: bytes, i: int) -> tuple[int, int] | None:
+        """``(top after, bytes read)`` where ``top`` is ``x{lo,hi} rest`` and ``data`` goes on
+        from ``i`` with bytes each of which is a whole unit of ``x`` (``deriv(x, c)`` is
+        ``EMPTY``) and none of which ``rest`` can start with: ``j`` of them derive the top to
+        ``x{lo-j,hi-j} rest``, built at once. Byte by byte every count between would be two new
+        terms (the repetition and the sequence) kept for the constraint's life: inside a long
+        ``maxLength`` string, ten a token. The terms are the ones the derivatives make (the
+        store interns them): each step derives the head ``x{l,h}`` to ``x{l-1,h-1}`` while it
+        stays a repetition (``h - 1 >= 2``; ``x{1,1}`` is ``x``), the rest is never derived, the
+        top neither calls nor ends (no call first, ``rest`` not nullable), and nothing in it is
+        pruned by emptiness (no lexeme or set operation). None where that does not hold for
+        two bytes or more (the ordinary step is as cheap for one). A rest that calls further
+        on (the document after a string value) is no obstacle: a step of such a top is the
+        derivative alone where no call can come first."""
+        store = self.store
+        kind = store.kind
+        if kind[top] != SEQ_K:
+            return None
+        head, rest = store.a[top], store.b[top]
+        if kind[head] != REPEAT_K or store.flags[top] & (HAS_POSS | HAS_SETOP) or store.flags[head] & HAS_SYM:  # type: ignore[index]
+            return None
+        if store.nullable[rest]:  # type: ignore[index]
+            return None
+        lo, hi = store.b[head]  # type: ignore[misc]
+        x = store.a[head]
+        if hi is None or hi < 3 or kind[x] == REPEAT_K:  # type: ignore[index]
+            return None  # an unbounded loop derives to itself; a nested repetition is rewritten
+        units = self._single_units(x) & ~store.first_bytes(rest)  # type: ignore[arg-type]
+        if not units:
+            return None
+        if store.flags[rest] & HAS_SYM and any(is_call(sym) for sym in store.first_syms(rest)):  # type: ignore[index,arg-type]
+            # a rest that may start with a call is entered once the count may stop: the byte
+            # could be read inside the callee (a rest with calls further on, the rest of a
+            # document after a string, is never entered: it cannot start with these bytes)
+            return None
+        most = min(hi - 1, len(data) - i)
+        j = 0
+        while j < most and units >> data[i + j] & 1:
+            j += 1
+        if j < 2:
+            return None
+        return store.seq(store.repeat(x, max(lo - j, 0), hi - j), rest), j  # type: ignore[arg-type]
+
+    def _single_units(self, x: int) -> int:
+        """The bytes ``c`` with ``deriv(x, c) == EMPTY`` (a whole unit of one byte), as a 256-bit
+        mask; one derivative per byte class of ``x`` (remembered per unit)."""
+        found = self._unit_bytes.get(x)
+        if found is None:
+            store = self.store
+            found = 0
+            for part in store.classes(x):
+                if store.deriv(x, (part & -part).bit_length() - 1) == EMPTY:
+                    found |= part
+            self._unit_bytes[x] = found
+        return found
+
     def _step_stack(self, sid: int, symbol: int) -> tuple[int, ...]:
         key = (sid, symbol)
         r = self._step_memo.get(key)
@@ -223,22 +343,29 @@ class ConfigSystem:
                 self._step_memo[key] = r
                 return r
         out: set[int] = set()
-        self._advance(sid, symbol, out, 0, set())
+        self._advance(self.stack_parent[sid], self.stack_top[sid], symbol, out, 0, set())
         r = tuple(out)
         self._step_memo[key] = r
         return r
 
-    def _advance(self, sid: int, symbol: int, out: set[int], depth: int, seen: set[int]) -> None:
+    def _advance(
+        self, parent: int, top: int, symbol: int, out: set[int], depth: int, seen: set[tuple[int, int]]
+    ) -> None:
+        """Add to ``out`` the stacks after ``symbol`` from the stack ``(parent, top)``: its top's
+        derivative, what the calls it starts with read, and a return into ``parent``. A callee's
+        frame is interned only where it stays below a stack of ``out`` (its caller, never the
+        callee's body itself, which the byte derives away): one ``[`` of any JSON calls a value,
+        then an array, and each level of a deep document would keep both frames."""
         # a stack met again in one step adds nothing new: a nullable machine called in a loop
         # (``a ::= b{2,}`` with ``b`` able to match nothing) returns to the same stack forever
-        if sid in seen:
+        key = (parent, top)
+        if key in seen:
             return
-        seen.add(sid)
-        if sid == self.hole:
+        seen.add(key)
+        if parent == -2:  # the hole (the one stack over parent -2): a return into it
             out.add(self.exit_mark)
             return
         store = self.store
-        parent, top = self.stack_parent[sid], self.stack_top[sid]
         is_byte = symbol < 256
         la = symbol if is_byte else LA_TOKEN
         d = store.deriv(top, symbol) if is_byte else store.deriv_sym(top, symbol, la)
@@ -251,13 +378,12 @@ class ConfigSystem:
             if cont == NOTHING:
                 continue
             caller = parent if cont == EMPTY else self.stack(parent, cont)
-            callee = self.stack(caller, self.m.body[symbol_index(sym)])
             if depth > len(self.m.body):  # pragma: no cover - left recursion is refused at build
                 raise LimitError("call chain without input", limit="left_recursion")
-            self._advance(callee, symbol, out, depth + 1, seen)
+            self._advance(caller, self.m.body[symbol_index(sym)], symbol, out, depth + 1, seen)
         if parent >= 0 and store.nullable_at(top, la):
             # a return pops the frame a call pushed: `depth` counts calls still open
-            self._advance(parent, symbol, out, max(depth - 1, 0), seen)
+            self._advance(self.stack_parent[parent], self.stack_top[parent], symbol, out, max(depth - 1, 0), seen)
 
     # -- byte classes -----------------------------------------------------------------------------
 

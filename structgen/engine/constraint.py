@@ -875,26 +875,9 @@ class Constraint:
         return target
 
     def _step_bytes(self, cid: int, data: bytes) -> int:
-        """The configuration after ``data`` from ``cid``; a configuration's fixed bytes
-        (``ConfigSystem.literal_run``) are read at once, without one configuration per byte."""
-        table, system = self._table, self._system
-        literal_commits = self.tuning.literal_commits
-        target, i = cid, 0
-        while i < len(data):
-            run = system.literal_run(target) if literal_commits else None
-            if run is None:
-                target = table.step(target, data[i])
-                if target == DEAD:
-                    return DEAD
-                i += 1
-                continue
-            lit = run[0]
-            n = min(len(lit), len(data) - i)
-            if data[i : i + n] != lit[:n]:
-                return DEAD
-            target = system.after_literal(run, n)
-            i += n
-        return target
+        """The configuration after ``data`` from ``cid``; only the one at the end is interned
+        (``ConfigSystem.step_bytes``), and a configuration's fixed bytes are read at once."""
+        return self._system.step_bytes(cid, data, literal_runs=self.tuning.literal_commits)
 
     def row(self, cid: int) -> np.ndarray:
         """The full byte-transition row of ``cid`` (computed where missing)."""

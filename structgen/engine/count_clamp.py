@@ -428,9 +428,13 @@ class CountClamp:
             u = system.stack_parent[u]
             n -= 1
         for v in reversed(todo):  # bottom up: each frame's caller is the chain built below it
-            n += 1
             out = system.stack(out, self.term(system.stack_top[v]))
-            self._chain[(v, n)] = out
+        if todo:
+            # only the chain asked for is remembered: the next frame pushed asks for this one
+            # (with one frame more, a budget twin's whole depth) or walks the few frames a
+            # token reaches; remembering every frame on the way held one entry per frame kept
+            # for each level of a deep document
+            self._chain[(todo[0], n + len(todo))] = out
         return out
 
     def _depth(self, sid: int) -> int:

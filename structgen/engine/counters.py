@@ -39,7 +39,7 @@ from .token_trie import TokenTrie
 from .tuning import DEFAULT_ENGINE_TUNING, EngineTuning
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # one per configuration in a counted repetition: no __dict__
 class CountedHead:
     """A configuration whose top term is ``x{lo,hi}`` (or ``other & x{lo,hi}``, a pattern with
     length bounds) followed by ``rest``; or ``partial x{lo,hi} rest``, where ``partial`` is what

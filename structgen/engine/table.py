@@ -110,7 +110,9 @@ class TransitionTable:
             return
         cap = self.rows.shape[0]
         while cap < need:
-            cap *= 2
+            # by half, not double: a row is 1 KB, and the capacity (what ``memory_bytes`` counts
+            # and RSS holds: the new rows are written) is at most 1.5 times the configurations
+            cap += cap // 2
         new = np.full((cap, 256), UNKNOWN, dtype=np.int32)
         new[: self.rows.shape[0]] = self.rows
         self.rows = new
