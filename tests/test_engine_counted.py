@@ -34,7 +34,7 @@ def test_counted_masks_equal_walks(lo: int, hi: int) -> None:
     for tok in ids:
         got.append((st.mask_words().copy(), _budget_figures(fast, st.config)))
         assert st.commit_token(tok)
-    assert fast._counted_words, "the counted path was not taken"
+    assert fast._counted_masks._words, "the counted path was not taken"
     slow = Constraint.compile(_grammar(lo, hi), vocab, tuning=WALKED)
     st = slow.start()
     for step, tok in enumerate(ids):

@@ -84,6 +84,9 @@ class EngineTuning:
     #: A head whose first walk over the hole left more live exit nodes than this (exits whose byte
     #: the tail may read) is walked as it is from then on.
     spine_exits: int = 16
+    #: Bytes the walks over the hole of one constraint keep (their packed masks, exits and
+    #: crossings, relative_masks.py), first in, first out: 8,192 masks of Llama 3 (16 KB each).
+    relative_memo_bytes: int = 128 << 20
 
     # -- table.py: the token walk --------------------------------------------------------------
 
@@ -199,6 +202,9 @@ class EngineTuning:
     max_bounded_words: int = 256
     #: Packed slices kept per base (``CountedBase.slice_words``).
     max_slice_words: int = 16
+    #: Bytes the filtered masks of one constraint's counted repetitions keep (counted_masks.py),
+    #: first in, first out: 8,192 masks of Llama 3.
+    counted_memo_bytes: int = 128 << 20
     #: Up to this many ids are cleared from a near-full mask in Python (bytes of a copy), more
     #: with one ``np.bitwise_and.at`` (4-6 µs however few).
     tiny_clear: int = 32

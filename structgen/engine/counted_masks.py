@@ -1,0 +1,228 @@
+"""Mask source: counted repetitions, as slices of the unbounded repetition's sorted mask.
+
+Invariant (counters.py). Where the repeated unit is prefix-free and what follows cannot start like
+it, a token allowed at count ``n`` of ``x{lo,hi} rest`` is a token of the unbounded ``x* rest``
+whose units fit: the units it uses when it stays inside (at most ``hi - n``) or the units it
+completes before leaving (between ``lo - n`` and ``hi - n``). Per token both unit counts are
+computed once per (unit, vocabulary); the unbounded mask's ids are sorted by them once per base
+configuration, so a count's mask is two slices, and counts with the same effective bounds share
+one packed mask (the answer: a :class:`~.mask_sources.Partial` with no ids). The last unit of an
+exact count (``x rest``) reads ``x{1,1}`` of a base an earlier count sorted (``last_units``). A
+base at the bottom that splits before a word (relative_masks.py) is the head's walk over the hole
+where no exit is a byte the rest reads: every key whose value has that type shares it.
+
+Tuning: ``counted_masks`` (the source's switch), ``last_units``, ``max_unit_states``,
+``max_partial_parts``, ``splice_begun``, ``small_base``, ``tiny_clear``, ``max_bounded_words``,
+``max_slice_words``, ``counted_memo_bytes``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .configs import ConfigSystem
+from .counters import (
+    Bases,
+    CountedBase,
+    CountedHead,
+    UnitAutomaton,
+    UnitCounts,
+    count_units,
+    counted_base,
+    counted_head,
+    filter_bounds,
+    filter_words,
+    last_unit_head,
+    unit_automaton,
+)
+from .loop_regions import LoopRegion
+from .mask_sources import Answer, ByteBudget, ByteMemo, Partial
+from .relative_masks import RelativeMasks
+from .shared_walks import Exits
+from .table import TransitionTable
+from .terms import TermStore
+from .token_trie import TokenTrie
+from .tuning import EngineTuning
+
+_NO_IDS = np.zeros(0, dtype=np.int64)
+
+
+class CountedMasks:
+    """The counted-repetition masks of one constraint (see the module docstring)."""
+
+    switch = "counted_masks"
+
+    def __init__(
+        self,
+        system: ConfigSystem,
+        store: TermStore,
+        table: TransitionTable,
+        trie: TokenTrie,
+        width: int,
+        relative: RelativeMasks,
+        tuning: EngineTuning,
+        max_entries: int,
+    ) -> None:
+        self._system, self._store, self._table, self._trie, self._width = system, store, table, trie, width
+        self._relative = relative
+        self.tuning = tuning
+        self.budget = ByteBudget(tuning.counted_memo_bytes)
+        #: (base, unit, lo, hi) -> the packed mask of those bounds
+        self._words = ByteMemo(self.budget, max_entries)
+        #: configuration -> (head, unit counts, base configuration), or None where not counted
+        self.entries: dict[int, tuple[CountedHead, UnitCounts, int] | None] = {}
+        self.units: dict[tuple[int, int | None], UnitCounts | None] = {}
+        self.automata: dict[int, UnitAutomaton | None] = {}
+        self._bases: dict[tuple[int, int], Bases] = {}
+        #: (parent, unit, rest) -> the base configuration of ``x* rest`` over that parent, for
+        #: the repetitions whose sorted base exists: where their last unit finds it
+        self._sorted_repetitions: dict[tuple[int, int, int], int] = {}
+        #: (unit, rest, other, partial) of a counted head -> its top with the count lifted
+        self._unbounded_tops: dict[tuple[int, int, int | None, int | None], int] = {}
+        #: relative configuration of a split counted base -> the exits of its walk
+        self.base_exits: dict[int, Exits] = {}
+
+    def nbytes(self) -> int:
+        return self.budget.used
+
+    def answer(self, cid: int) -> Answer | None:
+        counted = self.base(cid)
+        if counted is None:
+            return None
+        sorted_base, head, key = counted
+        words = self._words.get(key)
+        if words is None:
+            words = filter_words(sorted_base, head, self._width, key[2:], tuning=self.tuning)  # type: ignore[arg-type]
+            words.flags.writeable = False
+            self._words.put(key, words)
+        return Partial(words, _NO_IDS)
+
+    def base(self, cid: int) -> tuple[Bases, CountedHead, tuple[int, int, int, int]] | None:
+        """If ``cid`` sits in a counted repetition: the sorted unbounded mask, the repetition, and
+        the key of its filtered mask (equal keys, equal masks). None for every configuration
+        where ``tuning.counted_masks`` is off."""
+        if not self.tuning.counted_masks:
+            return None
+        entry = self.entries.get(cid, False)
+        if entry is False:
+            entry = self.entries[cid] = self._entry(cid)
+        if entry is None:
+            return None
+        head, counts, base = entry
+        system = self._system
+        sorted_base = self._bases.get((base, head.unit))
+        if sorted_base is None:
+            base, sorted_base = self._sorted_base(base, head, counts)
+            if head.partial is None and head.other is None:
+                # where this repetition's last unit finds it (a base shared over the hole too)
+                self._sorted_repetitions[(system.stack_parent[system.configs[cid][0]], head.unit, head.rest)] = base
+        return sorted_base, head, (base, head.unit) + filter_bounds(sorted_base, head)
+
+    def _entry(self, cid: int) -> tuple[CountedHead, UnitCounts, int] | None:
+        system = self._system
+        stacks = system.configs[cid]
+        if len(stacks) != 1:
+            return None
+        sid = stacks[0]
+        parent, top = system.stack_parent[sid], system.stack_top[sid]
+        head = counted_head(self._store, top, tuning=self.tuning)
+        counts = None if head is None else self.unit_counts(head.unit, head.partial)
+        if head is not None and counts is not None:
+            return head, counts, system.config([system.stack(parent, self._unbounded(head))])
+        if self.tuning.last_units and self._sorted_repetitions:
+            head = last_unit_head(self._store, top)
+            if head is not None:
+                # looked up, not made: most ``x rest`` tops are no repetition's last unit
+                base = self._sorted_repetitions.get((parent, head.unit, head.rest))
+                if base is not None:
+                    return head, self.unit_counts(head.unit), base  # type: ignore[return-value]
+        return None
+
+    def _sorted_base(self, base: int, head: CountedHead, counts: UnitCounts) -> tuple[int, Bases]:
+        """The base's tokens sorted by ``counts`` (kept per base and unit), and the base they are
+        kept under: the relative configuration of its head where it splits before a word that
+        no exit reaches (its walk over the hole), else the base itself (its own walk)."""
+        walked: tuple[LoopRegion | None, np.ndarray] | None = None
+        shared = self._shared_base(base)
+        if shared is not None:
+            rel, tail = shared
+            exits = self.base_exits.get(rel)
+            if exits is None:
+                region, ids, exits = self._table.walk_relative(rel, self._trie)
+                self.base_exits[rel] = exits
+                walked = (region, ids)
+            if not self._relative.exits_into(exits, tail):
+                # no token reaches the word: the head's tokens are the base's, and every key
+                # whose value has that type shares them and their filtered masks
+                base = rel
+                found = self._bases.get((rel, head.unit))
+                if found is not None:
+                    return rel, found
+                if walked is None:
+                    region, ids, _ = self._table.walk_relative(rel, self._trie)
+                    walked = (region, ids)
+            else:
+                walked = None  # the base's own walk, from the root (a relative one is not it)
+        region, ids = walked if walked is not None else self._table.walk_parts(base, self._trie)
+        sorted_base: Bases = counted_base(ids, counts, small_base=self.tuning.small_base)
+        if region is not None:
+            sorted_base = (self._region_base(region, counts), sorted_base)
+        self._bases[(base, head.unit)] = sorted_base
+        return base, sorted_base
+
+    def _unbounded(self, head: CountedHead) -> int:
+        """``head.unbounded``, remembered: every count of one repetition has the same one."""
+        key = (head.unit, head.rest, head.other, head.partial)
+        found = self._unbounded_tops.get(key)
+        if found is None:
+            found = self._unbounded_tops[key] = head.unbounded(self._store)
+        return found
+
+    def _shared_base(self, base: int) -> tuple[int, int] | None:
+        """For the base configuration of a counted repetition at the bottom, ``x* h' R`` split
+        before the word ``R`` starts with: the relative configuration of its head and the
+        configuration of ``R``. None where the base has no split."""
+        system = self._system
+        stacks = system.configs[base]
+        if len(stacks) != 1 or not (self.tuning.spine_split and self.tuning.relative_walks):
+            return None
+        parent, top = system.stack_parent[stacks[0]], system.stack_top[stacks[0]]
+        if parent >= 0:
+            return None
+        split = self._relative.spine.get(top, False)
+        if split is False:
+            split = self._relative.spine_split(top)
+        if split is None:
+            return None
+        return system.relative(split[0]), system.config([system.stack(parent, split[1])])
+
+    def _region_base(self, region: LoopRegion, counts: UnitCounts) -> CountedBase:
+        """The tokens of a loop region sorted by ``counts``, kept on the region: every counted
+        string of the same loops shares them and their filtered masks, and sorts only the tokens
+        its own walk found beyond the region."""
+        key = ("counted", id(counts))
+        found = region.cached(key)
+        if found is not None and found[0] is counts:  # type: ignore[index]
+            return found[1]  # type: ignore[index,no-any-return]
+        base = counted_base(
+            self._trie.sorted_ids[region.positions], counts, shared=True, small_base=self.tuning.small_base
+        )
+        region.remember(key, (counts, base))
+        return base
+
+    def unit_counts(self, unit: int, partial: int | None = None) -> UnitCounts | None:
+        """Per-token counts of ``unit`` from a unit boundary, or from the begun unit ``partial``
+        (None where that is not a state of the unit's automaton)."""
+        key = (unit, partial)
+        if key not in self.units:
+            if unit not in self.automata:
+                self.automata[unit] = unit_automaton(self._store, unit, tuning=self.tuning)
+            auto = self.automata[unit]
+            found = None
+            if auto is not None:
+                # state 0 is the unit itself, not begun: only a unit boundary counts from there
+                start = 0 if partial is None else auto.states.get(partial, 0)
+                if partial is None or start > 0:
+                    found = count_units(auto.table, self._trie, start, tuning=self.tuning)
+            self.units[key] = found
+        return self.units[key]
