@@ -490,25 +490,12 @@ class Constraint:
         return target
 
     def _step_bytes(self, cid: int, data: bytes) -> int:
-        """The configuration after ``data`` from ``cid``; a configuration's fixed bytes
-        (``ConfigSystem.literal_run``) are read at once, without one configuration per byte."""
-        table, system = self._table, self._system
-        literal_commits = self.tuning.literal_commits
-        target, i = cid, 0
-        while i < len(data):
-            run = system.literal_run(target) if literal_commits else None
-            if run is None:
-                target = table.step(target, data[i])
-                if target == DEAD:
-                    return DEAD
-                i += 1
-                continue
-            lit = run[0]
-            n = min(len(lit), len(data) - i)
-            if data[i : i + n] != lit[:n]:
+        """The configuration after ``data`` from ``cid`` (DEAD where it is refused)."""
+        step, target = self._table.step, cid
+        for byte in data:
+            target = step(target, byte)
+            if target == DEAD:
                 return DEAD
-            target = system.after_literal(run, n)
-            i += n
         return target
 
     def row(self, cid: int) -> np.ndarray:

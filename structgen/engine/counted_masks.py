@@ -6,14 +6,13 @@ whose units fit: the units it uses when it stays inside (at most ``hi - n``) or 
 completes before leaving (between ``lo - n`` and ``hi - n``). Per token both unit counts are
 computed once per (unit, vocabulary); the unbounded mask's ids are sorted by them once per base
 configuration, so a count's mask is two slices, and counts with the same effective bounds share
-one packed mask (the answer: a :class:`~.mask_sources.Partial` with no ids). The last unit of an
-exact count (``x rest``) reads ``x{1,1}`` of a base an earlier count sorted (``last_units``). A
-base at the bottom that splits before a word (relative_masks.py) is the head's walk over the hole
-where no exit is a byte the rest reads: every key whose value has that type shares it.
+one packed mask (the answer: a :class:`~.mask_sources.Partial` with no ids). A base at the bottom
+that splits before a word (relative_masks.py) is the head's walk over the hole where no exit is a
+byte the rest reads: every key whose value has that type shares it.
 
-Tuning: ``counted_masks`` (the source's switch), ``last_units``, ``max_unit_states``,
-``max_partial_parts``, ``splice_begun``, ``small_base``, ``tiny_clear``, ``max_bounded_words``,
-``max_slice_words``, ``counted_memo_bytes``.
+Tuning: ``counted_masks`` (the source's switch), ``max_unit_states``, ``max_partial_parts``,
+``splice_begun``, ``small_base``, ``tiny_clear``, ``max_bounded_words``, ``max_slice_words``,
+``counted_memo_bytes``.
 """
 
 from __future__ import annotations
@@ -32,7 +31,6 @@ from .counters import (
     counted_head,
     filter_bounds,
     filter_words,
-    last_unit_head,
     unit_automaton,
 )
 from .loop_regions import LoopRegion
@@ -74,9 +72,6 @@ class CountedMasks:
         self.units: dict[tuple[int, int | None], UnitCounts | None] = {}
         self.automata: dict[int, UnitAutomaton | None] = {}
         self._bases: dict[tuple[int, int], Bases] = {}
-        #: (parent, unit, rest) -> the base configuration of ``x* rest`` over that parent, for
-        #: the repetitions whose sorted base exists: where their last unit finds it
-        self._sorted_repetitions: dict[tuple[int, int, int], int] = {}
         #: (unit, rest, other, partial) of a counted head -> its top with the count lifted
         self._unbounded_tops: dict[tuple[int, int, int | None, int | None], int] = {}
         #: relative configuration of a split counted base -> the exits of its walk
@@ -109,13 +104,9 @@ class CountedMasks:
         if entry is None:
             return None
         head, counts, base = entry
-        system = self._system
         sorted_base = self._bases.get((base, head.unit))
         if sorted_base is None:
             base, sorted_base = self._sorted_base(base, head, counts)
-            if head.partial is None and head.other is None:
-                # where this repetition's last unit finds it (a base shared over the hole too)
-                self._sorted_repetitions[(system.stack_parent[system.configs[cid][0]], head.unit, head.rest)] = base
         return sorted_base, head, (base, head.unit) + filter_bounds(sorted_base, head)
 
     def _entry(self, cid: int) -> tuple[CountedHead, UnitCounts, int] | None:
@@ -127,16 +118,9 @@ class CountedMasks:
         parent, top = system.stack_parent[sid], system.stack_top[sid]
         head = counted_head(self._store, top, tuning=self.tuning)
         counts = None if head is None else self.unit_counts(head.unit, head.partial)
-        if head is not None and counts is not None:
-            return head, counts, system.config([system.stack(parent, self._unbounded(head))])
-        if self.tuning.last_units and self._sorted_repetitions:
-            head = last_unit_head(self._store, top)
-            if head is not None:
-                # looked up, not made: most ``x rest`` tops are no repetition's last unit
-                base = self._sorted_repetitions.get((parent, head.unit, head.rest))
-                if base is not None:
-                    return head, self.unit_counts(head.unit), base  # type: ignore[return-value]
-        return None
+        if head is None or counts is None:
+            return None
+        return head, counts, system.config([system.stack(parent, self._unbounded(head))])
 
     def _sorted_base(self, base: int, head: CountedHead, counts: UnitCounts) -> tuple[int, Bases]:
         """The base's tokens sorted by ``counts`` (kept per base and unit), and the base they are

@@ -178,13 +178,8 @@ class RelativeMasks:
         """The exits of a walk over the hole whose byte ``cid`` (what the hole stands for) may
         read, by the bound from its terms (``ConfigSystem.first_bytes_bound``): the others lead
         nowhere. Remembered per (exits, bound) for the process (``shared_walks.exits_read_by``)."""
-        tuning = self.tuning
-        return shared_walks.exits_read_by(
-            exits,
-            self._system.first_bytes_bound(cid),
-            small_exits=tuning.shared_small_exits,
-            max_picks=tuning.shared_max_exit_picks,
-        )
+        bound = self._system.first_bytes_bound(cid)
+        return shared_walks.exits_read_by(exits, bound, max_picks=self.tuning.shared_max_exit_picks)
 
     def spine_split(self, top: int) -> tuple[int, int] | None:
         """``(h, R)`` where the top sequence ``e0 e1 ... R`` reaches a *word* (``tuning.spine_word``

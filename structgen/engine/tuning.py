@@ -52,16 +52,9 @@ class EngineTuning:
     #: holding ``R`` (``Constraint._loop_split``), so every rest shares the body's walk; off, as it
     #: is. What lets ``mode="aot"`` precompute a string's body once for every place it occurs.
     loop_split: bool = True
-    #: Whether a commit reads a configuration's fixed bytes at once (``Constraint._step_bytes``);
-    #: off, one configuration per byte.
-    literal_commits: bool = True
     #: Whether the masks of a counted repetition come from its sorted unbounded mask, filtered by
     #: units (counters.py, ``Constraint._counted_base``); off, every count is walked.
     counted_masks: bool = True
-    #: Whether the last unit of a counted repetition (``x rest``, the count ``x{1,1}``) takes its
-    #: mask from the repetition's sorted unbounded mask when an earlier count sorted it
-    #: (``counters.last_unit_head``); off, it is walked.
-    last_units: bool = True
     #: Whether configurations with large counts that one token cannot tell apart share the mask
     #: and budget figures of a clamped twin (count_clamp.py); off, each is computed.
     count_twins: bool = True
@@ -178,9 +171,6 @@ class EngineTuning:
     #: Terms new to a store that one structural id may take; a larger top gets none (unlikely to
     #: recur, and finding its id costs a step per term).
     shared_max_nodes: int = 64
-    #: Up to this many exits, a walk's exits are indexed by byte and picked in Python (a numpy
-    #: filter per level costs more than the whole pick).
-    shared_small_exits: int = 512
     #: Filtered exits kept for the process, per (exits, first-byte bound).
     shared_max_exit_picks: int = 4096
 
