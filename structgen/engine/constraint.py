@@ -96,7 +96,7 @@ class Constraint:
         self._positions = PositionMasks(self._words)
         walks = (system, machines.store, self._table, self._trie, self._width)
         self._relative_masks = RelativeMasks(*walks, self._positions, tuning, limits.max_cached_masks)
-        self._counted_masks = CountedMasks(*walks, self._relative_masks, tuning, limits.max_cached_masks)
+        self._counted_masks = CountedMasks(*walks, tuning, limits.max_cached_masks)
         #: the mask sources in pipeline order (mask_sources.py): each answers for some configurations
         self.mask_sources: tuple[MaskSource, ...] = (
             CountTwins(self._clamp, self._compute_mask),
@@ -394,11 +394,9 @@ class Constraint:
         if self._atom_ids or self._counted_masks.base(cid) is None:
             return None
         head, _, base = self._counted[cid]  # type: ignore[misc]
-        if head.lo > 0 or base == cid or base in self._counted_masks.base_exits:
+        if head.lo > 0 or base == cid:
             # units still required: the shortest completion depends on the count; or the
-            # configuration is its own unbounded one (a pattern with a length bound, lifted);
-            # or the base is a head over the hole (a last unit's), whose completions are not
-            # the document's
+            # configuration is its own unbounded one (a pattern with a length bound, lifted)
             return None
         ids, need, ends, slack = self._figures(base)
         allowed = unpack(self.mask_words(cid), self._width)

@@ -6,9 +6,7 @@ whose units fit: the units it uses when it stays inside (at most ``hi - n``) or 
 completes before leaving (between ``lo - n`` and ``hi - n``). Per token both unit counts are
 computed once per (unit, vocabulary); the unbounded mask's ids are sorted by them once per base
 configuration, so a count's mask is two slices, and counts with the same effective bounds share
-one packed mask (the answer: a :class:`~.mask_sources.Partial` with no ids). A base at the bottom
-that splits before a word (relative_masks.py) is the head's walk over the hole where no exit is a
-byte the rest reads: every key whose value has that type shares it.
+one packed mask (the answer: a :class:`~.mask_sources.Partial` with no ids).
 
 Tuning: ``counted_masks`` (the source's switch), ``max_unit_states``, ``max_partial_parts``,
 ``splice_begun``, ``small_base``, ``tiny_clear``, ``max_bounded_words``, ``max_slice_words``,
@@ -35,8 +33,6 @@ from .counters import (
 )
 from .loop_regions import LoopRegion
 from .mask_sources import Answer, ByteBudget, ByteMemo, Partial
-from .relative_masks import RelativeMasks
-from .shared_walks import Exits
 from .table import TransitionTable
 from .terms import TermStore
 from .token_trie import TokenTrie
@@ -57,12 +53,10 @@ class CountedMasks:
         table: TransitionTable,
         trie: TokenTrie,
         width: int,
-        relative: RelativeMasks,
         tuning: EngineTuning,
         max_entries: int,
     ) -> None:
         self._system, self._store, self._table, self._trie, self._width = system, store, table, trie, width
-        self._relative = relative
         self.tuning = tuning
         self.budget = ByteBudget(tuning.counted_memo_bytes)
         #: (base, unit, lo, hi) -> the packed mask of those bounds
@@ -74,8 +68,6 @@ class CountedMasks:
         self._bases: dict[tuple[int, int], Bases] = {}
         #: (unit, rest, other, partial) of a counted head -> its top with the count lifted
         self._unbounded_tops: dict[tuple[int, int, int | None, int | None], int] = {}
-        #: relative configuration of a split counted base -> the exits of its walk
-        self.base_exits: dict[int, Exits] = {}
 
     def nbytes(self) -> int:
         return self.budget.used
@@ -104,10 +96,15 @@ class CountedMasks:
         if entry is None:
             return None
         head, counts, base = entry
-        sorted_base = self._bases.get((base, head.unit))
+        key = (base, head.unit)
+        sorted_base = self._bases.get(key)
         if sorted_base is None:
-            base, sorted_base = self._sorted_base(base, head, counts)
-        return sorted_base, head, (base, head.unit) + filter_bounds(sorted_base, head)
+            region, ids = self._table.walk_parts(base, self._trie)
+            sorted_base = counted_base(ids, counts, small_base=self.tuning.small_base)
+            if region is not None:
+                sorted_base = (self._region_base(region, counts), sorted_base)
+            self._bases[key] = sorted_base
+        return sorted_base, head, key + filter_bounds(sorted_base, head)
 
     def _entry(self, cid: int) -> tuple[CountedHead, UnitCounts, int] | None:
         system = self._system
@@ -122,38 +119,6 @@ class CountedMasks:
             return None
         return head, counts, system.config([system.stack(parent, self._unbounded(head))])
 
-    def _sorted_base(self, base: int, head: CountedHead, counts: UnitCounts) -> tuple[int, Bases]:
-        """The base's tokens sorted by ``counts`` (kept per base and unit), and the base they are
-        kept under: the relative configuration of its head where it splits before a word that
-        no exit reaches (its walk over the hole), else the base itself (its own walk)."""
-        walked: tuple[LoopRegion | None, np.ndarray] | None = None
-        shared = self._shared_base(base)
-        if shared is not None:
-            rel, tail = shared
-            exits = self.base_exits.get(rel)
-            if exits is None:
-                region, ids, exits = self._table.walk_relative(rel, self._trie)
-                self.base_exits[rel] = exits
-                walked = (region, ids)
-            if not self._relative.exits_into(exits, tail):
-                # no token reaches the word: the head's tokens are the base's, and every key
-                # whose value has that type shares them and their filtered masks
-                base = rel
-                found = self._bases.get((rel, head.unit))
-                if found is not None:
-                    return rel, found
-                if walked is None:
-                    region, ids, _ = self._table.walk_relative(rel, self._trie)
-                    walked = (region, ids)
-            else:
-                walked = None  # the base's own walk, from the root (a relative one is not it)
-        region, ids = walked if walked is not None else self._table.walk_parts(base, self._trie)
-        sorted_base: Bases = counted_base(ids, counts, small_base=self.tuning.small_base)
-        if region is not None:
-            sorted_base = (self._region_base(region, counts), sorted_base)
-        self._bases[(base, head.unit)] = sorted_base
-        return base, sorted_base
-
     def _unbounded(self, head: CountedHead) -> int:
         """``head.unbounded``, remembered: every count of one repetition has the same one."""
         key = (head.unit, head.rest, head.other, head.partial)
@@ -161,24 +126,6 @@ class CountedMasks:
         if found is None:
             found = self._unbounded_tops[key] = head.unbounded(self._store)
         return found
-
-    def _shared_base(self, base: int) -> tuple[int, int] | None:
-        """For the base configuration of a counted repetition at the bottom, ``x* h' R`` split
-        before the word ``R`` starts with: the relative configuration of its head and the
-        configuration of ``R``. None where the base has no split."""
-        system = self._system
-        stacks = system.configs[base]
-        if len(stacks) != 1 or not (self.tuning.spine_split and self.tuning.relative_walks):
-            return None
-        parent, top = system.stack_parent[stacks[0]], system.stack_top[stacks[0]]
-        if parent >= 0:
-            return None
-        split = self._relative.spine.get(top, False)
-        if split is False:
-            split = self._relative.spine_split(top)
-        if split is None:
-            return None
-        return system.relative(split[0]), system.config([system.stack(parent, split[1])])
 
     def _region_base(self, region: LoopRegion, counts: UnitCounts) -> CountedBase:
         """The tokens of a loop region sorted by ``counts``, kept on the region: every counted

@@ -34,7 +34,7 @@ import numpy as np
 from .. import caches
 from .arrays import mask_to_bools, ranges, stable_order, unique
 from .masks import LITTLE_ENDIAN, SPARSE_PACK, pack_ids
-from .terms import AND_K, BYTES_K, HAS_POSS, HAS_SETOP, HAS_SYM, NOTHING, REPEAT_K, SEQ_K, TermStore, refine
+from .terms import AND_K, HAS_POSS, HAS_SETOP, HAS_SYM, NOTHING, REPEAT_K, SEQ_K, TermStore, refine
 from .token_trie import TokenTrie
 from .tuning import DEFAULT_ENGINE_TUNING, EngineTuning
 
