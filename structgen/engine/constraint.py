@@ -32,7 +32,7 @@ from .counted_masks import CountedMasks
 from .deep import deep_recursion
 from .limits import DEFAULT_ENGINE_LIMITS, EngineLimits
 from .machines import Machines, build_machines, token_symbol
-from .mask_sources import Answer, CountTwins, MaskSource, Partial, PrecomputedPositions
+from .mask_sources import Answer, CountTwins, MaskSource, Partial, PrecomputedPositions, Walks
 from .masks import pack_ids, pack_ids_onto, unpack, words_for
 from .relative_masks import RelativeMasks
 from .shared_walks import Exits
@@ -94,9 +94,9 @@ class Constraint:
         self._budget_clamp = CountClamp(system, lambda: byte_limits_for(vocab), keep_lengths=True, tuning=tuning)
         #: masks of bottom positions precomputed by ``mode="aot"`` (ahead.py), kept compact
         self._positions = PositionMasks(self._words)
-        walks = (system, machines.store, self._table, self._trie, self._width)
-        self._relative_masks = RelativeMasks(*walks, self._positions, tuning, limits.max_cached_masks)
-        self._counted_masks = CountedMasks(*walks, tuning, limits.max_cached_masks)
+        walks = Walks(system, machines.store, self._table, self._trie, self._width)
+        self._relative_masks = RelativeMasks(walks, self._positions, tuning, limits.max_cached_masks)
+        self._counted_masks = CountedMasks(walks, tuning, limits.max_cached_masks)
         #: the mask sources in pipeline order (mask_sources.py): each answers for some configurations
         self.mask_sources: tuple[MaskSource, ...] = (
             CountTwins(self._clamp, self._compute_mask),

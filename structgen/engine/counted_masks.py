@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from .configs import ConfigSystem
 from .counters import (
     Bases,
     CountedBase,
@@ -32,10 +31,7 @@ from .counters import (
     unit_automaton,
 )
 from .loop_regions import LoopRegion
-from .mask_sources import Answer, ByteBudget, ByteMemo, Partial
-from .table import TransitionTable
-from .terms import TermStore
-from .token_trie import TokenTrie
+from .mask_sources import Answer, ByteBudget, ByteMemo, Partial, Walks
 from .tuning import EngineTuning
 
 _NO_IDS = np.zeros(0, dtype=np.int64)
@@ -46,17 +42,8 @@ class CountedMasks:
 
     switch = "counted_masks"
 
-    def __init__(
-        self,
-        system: ConfigSystem,
-        store: TermStore,
-        table: TransitionTable,
-        trie: TokenTrie,
-        width: int,
-        tuning: EngineTuning,
-        max_entries: int,
-    ) -> None:
-        self._system, self._store, self._table, self._trie, self._width = system, store, table, trie, width
+    def __init__(self, walks: Walks, tuning: EngineTuning, max_entries: int) -> None:
+        self._system, self._store, self._table, self._trie, self._width = walks
         self.tuning = tuning
         self.budget = ByteBudget(tuning.counted_memo_bytes)
         #: (base, unit, lo, hi) -> the packed mask of those bounds

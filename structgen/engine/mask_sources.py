@@ -28,10 +28,23 @@ import numpy as np
 
 from ..caches import deep_bytes
 from .ahead import PositionMasks
+from .configs import ConfigSystem
 from .count_clamp import CountClamp
 from .loop_regions import LoopRegion
 from .masks import pack_ids, pack_ids_onto
+from .table import TransitionTable
+from .terms import TermStore
 from .token_trie import TokenTrie
+
+
+class Walks(NamedTuple):
+    """What the sources walk with: one constraint's configurations, terms, table, trie and width."""
+
+    system: ConfigSystem
+    store: TermStore
+    table: TransitionTable
+    trie: TokenTrie
+    width: int
 
 
 class Partial(NamedTuple):

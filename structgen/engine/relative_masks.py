@@ -22,12 +22,9 @@ import numpy as np
 
 from . import shared_walks
 from .ahead import PositionMasks
-from .configs import ConfigSystem
-from .mask_sources import Answer, ByteBudget, ByteMemo, Partial, region_words
+from .mask_sources import Answer, ByteBudget, ByteMemo, Partial, Walks, region_words
 from .shared_walks import Exits
-from .table import TransitionTable
-from .terms import ALT_K, BYTES_K, EMPTY, HAS_POSS, HAS_SYM, REPEAT_K, SEQ_K, TermStore
-from .token_trie import TokenTrie
+from .terms import ALT_K, BYTES_K, EMPTY, HAS_POSS, HAS_SYM, REPEAT_K, SEQ_K
 from .tuning import EngineTuning
 
 _WORD_BYTES = sum(1 << c for c in b"0123456789_ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
@@ -38,18 +35,8 @@ class RelativeMasks:
 
     switch = "relative_walks"
 
-    def __init__(
-        self,
-        system: ConfigSystem,
-        store: TermStore,
-        table: TransitionTable,
-        trie: TokenTrie,
-        width: int,
-        positions: PositionMasks,
-        tuning: EngineTuning,
-        max_entries: int,
-    ) -> None:
-        self._system, self._store, self._table, self._trie, self._width = system, store, table, trie, width
+    def __init__(self, walks: Walks, positions: PositionMasks, tuning: EngineTuning, max_entries: int) -> None:
+        self._system, self._store, self._table, self._trie, self._width = walks
         self._positions = positions
         self.tuning = tuning
         self.budget = ByteBudget(tuning.relative_memo_bytes)
@@ -68,7 +55,7 @@ class RelativeMasks:
         self._word_starts: dict[tuple[int, int], bool] = {}
         #: structural ids of terms, shared by every constraint in the process (shared_walks.py)
         self._term_keys = shared_walks.TermKeys(
-            store, max_nodes=tuning.shared_max_nodes, max_structures=tuning.shared_max_structures
+            walks.store, max_nodes=tuning.shared_max_nodes, max_structures=tuning.shared_max_structures
         )
         self.shared_walk_hits = 0  # walks over the hole another constraint made
         #: relative parts and crossings computed here (not found precomputed or saved)
