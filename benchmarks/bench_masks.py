@@ -139,6 +139,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--hot", action="store_true", help="also a third pass over every walk (HOT: every configuration seen before)"
     )
+    p.add_argument(
+        "--tuning",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="an EngineTuning field of the structgen engines (repeatable; true/false or an int)",
+    )
     a = p.parse_args(argv)
     if a.vocab is None:
         a.vocab = "llama-bpe" if a.stream else ",".join(ALL_VOCABS)
@@ -146,6 +153,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         a.engines = ",".join(STREAM_ENGINES if a.stream else ENGINES)
     if a.maskbench is None:
         a.maskbench = 0 if a.stream and a.schemas != "all" else 50
+    a.structgen_tuning = parse_tuning(p, a.tuning)
     known = STREAM_ENGINES if a.stream else ENGINES
     for e in a.engines.split(","):
         if e and e not in known:
@@ -156,6 +164,23 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         a.maskbench = min(a.maskbench, 5)
         a.no_tracemalloc = True
     return a
+
+
+def parse_tuning(p: argparse.ArgumentParser, items: list[str]) -> dict[str, bool | int]:
+    """``FIELD=VALUE`` pairs as EngineTuning keyword arguments (checked by building one)."""
+    from structgen.engine.tuning import EngineTuning
+    from structgen.errors import ConstraintError
+
+    out: dict[str, bool | int] = {}
+    for item in items:
+        name, _, text = item.partition("=")
+        value = {"true": True, "false": False}.get(text.lower())
+        out[name] = value if value is not None else int(text) if text.lstrip("-").isdigit() else text  # type: ignore[assignment]
+    try:
+        EngineTuning(**out)
+    except (TypeError, ConstraintError) as e:
+        p.error(f"--tuning: {e}")
+    return out
 
 
 def machine() -> dict[str, Any]:
@@ -196,6 +221,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "repo_root": str(ROOT),
         "structgen_grammars": args.structgen_grammars,
         "structgen_mode": args.structgen_mode,
+        "structgen_tuning": args.structgen_tuning,
         "tracemalloc": not args.no_tracemalloc,
         "hot": args.hot,
     }

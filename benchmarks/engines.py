@@ -201,9 +201,11 @@ class StructgenEngine:
     name = "structgen"
     spacings = SPACINGS
 
-    def __init__(self, grammar_source: str = "auto", mode: str = "lazy") -> None:
+    def __init__(self, grammar_source: str = "auto", mode: str = "lazy", tuning: dict[str, Any] | None = None) -> None:
         self.grammar_source = grammar_source
         self.mode = mode
+        #: EngineTuning fields (``bench_masks.py --tuning``)
+        self.tuning = dict(tuning or {})
 
     def version(self) -> str:
         import subprocess
@@ -224,7 +226,8 @@ class StructgenEngine:
             rev = "?"
         here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         where = "" if os.path.samefile(root, here) else f", from {root}"
-        return f"git {rev} (mode={self.mode}, grammars={self.grammar_source}{where})"
+        tuned = "".join(f", {k}={v}" for k, v in sorted(self.tuning.items()))
+        return f"git {rev} (mode={self.mode}, grammars={self.grammar_source}{where}{tuned})"
 
     def prepare(self, vd: VocabData) -> dict[str, float]:
         """Vocab.from_gguf + token trie, cold (empty cache directory) and then cached (disk).
@@ -246,11 +249,12 @@ class StructgenEngine:
 
     def compile(self, schema: Any) -> Any:
         from structgen.engine import Constraint
+        from structgen.engine.tuning import EngineTuning
         from structgen.errors import StructgenError
 
         try:
             grammar = structgen_grammar(schema, self.grammar_source)
-            return Constraint.compile(grammar, self.vocab, mode=self.mode)
+            return Constraint.compile(grammar, self.vocab, mode=self.mode, tuning=EngineTuning(**self.tuning))
         except (StructgenError, NotImplementedError) as e:
             raise CompileError(f"{type(e).__name__}: {e}") from None
 
@@ -529,9 +533,15 @@ class OutlinesEngine:
 
 def make_engine(name: str, options: dict[str, Any]) -> Any:
     if name == "structgen":
-        return StructgenEngine(options.get("structgen_grammars", "auto"), options.get("structgen_mode", "lazy"))
+        return StructgenEngine(
+            options.get("structgen_grammars", "auto"),
+            options.get("structgen_mode", "lazy"),
+            options.get("structgen_tuning"),
+        )
     if name in ("structgen-lazy", "structgen-aot"):
-        return StructgenEngine(options.get("structgen_grammars", "auto"), name.removeprefix("structgen-"))
+        return StructgenEngine(
+            options.get("structgen_grammars", "auto"), name.removeprefix("structgen-"), options.get("structgen_tuning")
+        )
     return {
         "xgrammar": XGrammarEngine,
         "llguidance": LLGuidanceEngine,

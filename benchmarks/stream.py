@@ -246,7 +246,12 @@ def run_stream(args: Any, root: pathlib.Path) -> dict[str, Any]:
     tok = Tokenizer(vocab, path, vd)
     jobs, out["requests"] = build_stream_jobs(cases, sets, tok, args.stream_walk_cap)
     del tok
-    options = {"repo_root": str(root), "structgen_grammars": args.structgen_grammars, "tracemalloc": False}
+    options = {
+        "repo_root": str(root),
+        "structgen_grammars": args.structgen_grammars,
+        "structgen_tuning": args.structgen_tuning,
+        "tracemalloc": False,
+    }
     if args.structgen_from:
         sg_root = pathlib.Path(args.structgen_from).resolve()
         if not (sg_root / "structgen" / "__init__.py").is_file():

@@ -140,9 +140,9 @@ def test_switches_keep_the_masks(case, switch: str) -> None:  # type: ignore[no-
         assert any(len(key) > 2 for key in on._crossings), "no token crossed two frames"
         assert not off._crossings
     if switch == "loop_split":
-        assert not any(v is not None for v in off._loops.values())
+        assert not any(v is not None for v in off._relative_masks._loops.values())
         if case.name in ("any_json", "tree"):  # free strings: their bodies are split
-            assert any(v is not None for v in on._loops.values())
+            assert any(v is not None for v in on._relative_masks._loops.values())
 
 
 @pytest.mark.parametrize("switch", SWITCHES)

@@ -34,7 +34,7 @@ def test_counted_masks_equal_walks(lo: int, hi: int) -> None:
     for tok in ids:
         got.append((st.mask_words().copy(), _budget_figures(fast, st.config)))
         assert st.commit_token(tok)
-    assert fast._counted_words, "the counted path was not taken"
+    assert fast._counted_masks._words, "the counted path was not taken"
     slow = Constraint.compile(_grammar(lo, hi), vocab, tuning=WALKED)
     st = slow.start()
     for step, tok in enumerate(ids):
@@ -118,12 +118,11 @@ def test_an_optional_unit_is_not_counted() -> None:
 
 
 @pytest.mark.parametrize("vocab_name", ["llama-bpe", "llama-spm"])
-def test_last_units_equal_walks(vocab_name: str) -> None:
-    """The last unit of an exact count (``[0-9a-fA-F]{4}`` after three digits, which the term
-    store writes as the class itself) takes its mask from the repetition's sorted unbounded mask
-    (``counters.last_unit_head``): every mask, greedy and byte by byte, equals the walk's. Also
-    where the class overlaps what follows (``[0-9a-f]{3}[0-9]``: never counted, so never read as
-    a last unit) and where the count ends the string."""
+def test_exact_counts_equal_walks(vocab_name: str) -> None:
+    """Exact counts (``[0-9a-fA-F]{4}``, whose last unit the term store writes as the class
+    itself): every mask, greedy and byte by byte, equals the walk's. Also where the class
+    overlaps what follows (``[0-9a-f]{3}[0-9]``: never counted) and where the count ends the
+    string."""
     from structgen.schema import json_schema_to_grammar
 
     vocab = load_vocab(vocab_name)
@@ -152,12 +151,12 @@ def test_last_units_equal_walks(vocab_name: str) -> None:
                 assert st.commit_token(tok), "the instance must be valid"
             got.append(st.mask_words().copy())
             out.append(got)
-        taken = [v for v in c._counted.values() if v is not None and v[0].lo == v[0].hi == 1]
+        taken = [v for v in c._counted.values() if v is not None]
         return out, len(taken)
 
     fast, taken = masks(EngineTuning())
-    assert taken, "no last unit took the counted path"
-    slow, taken = masks(EngineTuning(last_units=False))
+    assert taken, "no count took the counted path"
+    slow, taken = masks(WALKED)
     assert not taken
     for ids, a, b in zip(walks, fast, slow):
         for step, (x, y) in enumerate(zip(a, b)):

@@ -1,8 +1,8 @@
 """Fixed bytes read at once: where a configuration's top starts with a literal (the rest of a key,
-of an enum value, of ``true``), a walk follows it down the trie by binary search and a commit
-reads it whole, without a configuration per byte (``ConfigSystem.literal_run``). Masks, commits
-and refusals must be those of stepping byte by byte, and the matcher's, also in the middle of a
-literal, where tokens end inside it or leave it early.
+of an enum value, of ``true``), a walk follows it down the trie by binary search, without a
+configuration per byte (``ConfigSystem.literal_run``). Masks, commits and refusals must be those
+of stepping byte by byte, and the matcher's, also in the middle of a literal, where tokens end
+inside it or leave it early.
 
 A choice among fixed bytes (enum values, the keys an object may still have, a gap before a
 colon) is walked by its top term's derivatives (``TransitionTable._choice_walk``): masks must be
@@ -52,8 +52,8 @@ def _short_tokens(vocab, text: bytes) -> list[int]:  # type: ignore[no-untyped-d
     return out
 
 
-#: literals stepped byte by byte, in walks and in commits
-STEPPED = EngineTuning(literal_runs=False, literal_commits=False)
+#: literals stepped byte by byte in walks
+STEPPED = EngineTuning(literal_runs=False)
 
 
 @pytest.mark.parametrize("vocab_name", ["llama-bpe", "llama-spm"])

@@ -26,8 +26,8 @@ from benchmarks.inputs import maskbench_sample  # noqa: E402
 SCHEMAS = 25
 
 
-#: the shortcuts off: choice walks, last units from a sorted mask, splits before a word
-PLAIN = EngineTuning(choice_walks=False, last_units=False, spine_split=False)
+#: the shortcuts off: choice walks, splits before a word
+PLAIN = EngineTuning(choice_walks=False, spine_split=False)
 
 
 def test_shortcuts_equal_the_plain_walk_on_maskbench(corpora: pathlib.Path) -> None:

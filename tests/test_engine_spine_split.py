@@ -239,10 +239,9 @@ def test_greedy_heads_are_not_split() -> None:
     assert c._spine.get(top) is None
 
 
-def test_counted_bases_are_shared() -> None:
-    """A counted string at the bottom (``pattern: ^[A-Z]{3}$``, ``maxLength``) sorts its
-    unbounded mask once per head, not once per key: the second key of the same type finds the
-    base sorted by the first (``Constraint._shared_base``), and its masks are the plain walk's."""
+def test_counted_strings_between_split_keys_equal_the_plain_walk() -> None:
+    """Counted strings at the bottom (``pattern: ^[A-Z]{3}$``, ``maxLength``, UUIDs) between keys
+    whose tops are split before the next word: the masks are the plain walk's."""
     schema = {
         "type": "object",
         "properties": {
@@ -266,10 +265,4 @@ def test_counted_bases_are_shared() -> None:
     }
     texts = [json.dumps(value), json.dumps(value, separators=(",", ":"), ensure_ascii=False)]
     on = _compare(Grammar.from_json_schema(schema, **FIXED_ORDER), load_vocab("llama-bpe"), texts)
-    shared = [key for key in on._bases if key[0] in on._base_exits]
-    assert len(shared) >= 2, "no counted base was sorted over the hole"
-    real_bases = {entry[2] for entry in on._counted.values() if entry is not None}
-    assert len(on._bases) < len(real_bases), "no base was shared"
-    # the second UUID's last units find the bases its first counts shared, as the first's do
-    shared_last = [base for base in on._sorted_repetitions.values() if base in on._base_exits]
-    assert len(shared_last) > len(set(shared_last)), "no shared base was found by a second key's last units"
+    assert any(entry is not None for entry in on._counted.values()), "no count took the counted path"

@@ -23,40 +23,23 @@ from ..errors import ConstraintError, GrammarError, LimitError
 from ..grammar import ir
 from ..grammar.grammar import Grammar
 from ..vocab import Vocab
-from . import shared_walks
 from .ahead import CompileReport, PositionMasks, compile_ahead
 from .arrays import unique_inverse
 from .budget_bound import CompletionBound
 from .configs import DEAD, ConfigSystem
 from .count_clamp import CountClamp, byte_limits_for
-from .counters import (
-    Bases,
-    CountedBase,
-    CountedHead,
-    UnitAutomaton,
-    UnitCounts,
-    count_units,
-    counted_base,
-    counted_head,
-    filter_bounds,
-    filter_ids,
-    filter_words,
-    last_unit_head,
-    unit_automaton,
-)
+from .counted_masks import CountedMasks
 from .deep import deep_recursion
 from .limits import DEFAULT_ENGINE_LIMITS, EngineLimits
-from .loop_regions import LoopRegion
 from .machines import Machines, build_machines, token_symbol
+from .mask_sources import Answer, CountTwins, MaskSource, Partial, PrecomputedPositions, Walks
 from .masks import pack_ids, pack_ids_onto, unpack, words_for
+from .relative_masks import RelativeMasks
 from .shared_walks import Exits
 from .table import TransitionTable
-from .terms import ALT_K, BYTES_K, EMPTY, HAS_POSS, HAS_SYM, REPEAT_K, SEQ_K
 from .token_budget import DEFAULT_TOKEN_BUDGET_TUNING, TokenCounter, multibyte_ends
 from .trie_cache import token_trie_for
 from .tuning import DEFAULT_ENGINE_TUNING, EngineTuning
-
-_WORD_BYTES = sum(1 << c for c in b"0123456789_ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
 
 #: Bytes one configuration, stack or term costs with everything remembered about it (memos,
 #: indexes, derivatives), beside the table row and masks counted as allocated: measured with
@@ -107,50 +90,37 @@ class Constraint:
         self._token_after: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._top_need: dict[int, int] = {}  # the largest byte figure, per configuration
         self._top_tokens: dict[int, int] = {}  # the largest token figure, per configuration
-        self._counted: dict[int, tuple[CountedHead, UnitCounts, int] | None] = {}
-        self._units: dict[tuple[int, int | None], UnitCounts | None] = {}
-        self._automata: dict[int, UnitAutomaton | None] = {}
-        self._bases: dict[tuple[int, int], Bases] = {}
-        #: (parent, unit, rest) -> the base configuration of ``x* rest`` over that parent, for
-        #: the repetitions whose sorted base exists: where their last unit finds it
-        self._sorted_repetitions: dict[tuple[int, int, int], int] = {}
-        self._counted_words: dict[tuple[int, int, int, int], np.ndarray] = {}
-        #: (unit, rest, other, partial) of a counted head -> its top with the count lifted
-        self._unbounded_tops: dict[tuple[int, int, int | None, int | None], int] = {}
-        #: top term -> (head, tail) of its split before the next word, or None (``_spine_split``)
-        self._spine: dict[int, tuple[int, int] | None] = {}
-        #: top term -> (head, rest) of its split after a byte loop, or None (``_loop_split``)
-        self._loops: dict[int, tuple[int, int] | None] = {}
-        #: heads whose walk over the hole left too many exits: their tops are walked as they are
-        self._spine_refused: set[int] = set()
-        #: (term, bytes) -> whether every option starts with that many word bytes
-        self._word_starts: dict[tuple[int, int], bool] = {}
-        #: relative configuration of a split counted base -> the exits of its walk
-        self._base_exits: dict[int, dict[int, tuple[np.ndarray, np.ndarray]]] = {}
-        #: (relative configuration, tops crossed) -> the tokens and exits of the walk from its
-        #: exits over the last top (see ``_crossing``)
-        self._crossings: dict[tuple[int, ...], tuple[np.ndarray, dict[int, tuple[np.ndarray, np.ndarray]]]] = {}
-        #: relative configuration -> its packed mask and exits (see ``_relative_words``)
-        self._relative: dict[int, tuple[np.ndarray, dict[int, tuple[np.ndarray, np.ndarray]]]] = {}
-        #: structural ids of terms, shared by every constraint in the process (shared_walks.py)
-        self._term_keys = shared_walks.TermKeys(
-            machines.store, max_nodes=tuning.shared_max_nodes, max_structures=tuning.shared_max_structures
-        )
         self._clamp = CountClamp(system, lambda: byte_limits_for(vocab), tuning=tuning)
         self._budget_clamp = CountClamp(system, lambda: byte_limits_for(vocab), keep_lengths=True, tuning=tuning)
-        self.shared_walk_hits = 0  # walks over the hole another constraint made (see ``stats``)
-        #: relative parts and crossings this constraint computed (not found precomputed or
-        #: saved): what a loaded compiled constraint should not repeat (see ``stats``)
-        self.relative_walks = 0
-        self.crossing_walks = 0
+        #: masks of bottom positions precomputed by ``mode="aot"`` (ahead.py), kept compact
+        self._positions = PositionMasks(self._words)
+        walks = Walks(system, machines.store, self._table, self._trie, self._width)
+        self._relative_masks = RelativeMasks(walks, self._positions, tuning, limits.max_cached_masks)
+        self._counted_masks = CountedMasks(walks, tuning, limits.max_cached_masks)
+        #: the mask sources in pipeline order (mask_sources.py): each answers for some configurations
+        self.mask_sources: tuple[MaskSource, ...] = (
+            CountTwins(self._clamp, self._compute_mask),
+            PrecomputedPositions(self._positions),
+            self._counted_masks,
+            self._relative_masks,
+        )
+        # the sources' tables under the names ahead.py and the tests read
+        rel, counted = self._relative_masks, self._counted_masks
+        self._relative, self._crossings, self._spine, self._spine_refused = (
+            rel.relative, rel.crossings, rel.spine, rel.spine_refused
+        )  # fmt: skip
+        self._walk_relative, self._loop_split, self._exits_into, self._crossing = (
+            rel.walk, rel.loop_split, rel.exits_into, rel.crossing
+        )  # fmt: skip
+        self._counted, self._units, self._automata, self._unit_counts = (
+            counted.entries, counted.units, counted.automata, counted.unit_counts
+        )  # fmt: skip
         self._bound = CompletionBound(system, machines.rule_bound)
         self._token_counter: TokenCounter | None = None
         self._bytes_bound: bool | None = None
         self._memory_checked_at = -1  # configurations when memory_bytes was last compared
         #: what ``mode="aot"`` precomputed and left lazy (None for a lazy compile)
         self.report: CompileReport | None = None
-        #: masks of bottom positions precomputed by ``mode="aot"`` (ahead.py), kept compact
-        self._positions = PositionMasks(self._words)
 
     # -- construction ---------------------------------------------------------------------------
 
@@ -256,21 +226,37 @@ class Constraint:
 
     @deep_recursion
     def _compute_mask(self, cid: int) -> np.ndarray:
+        """The pipeline (mask_sources.py): the cache, the sources in order, the plain walk, then
+        the special tokens on a part."""
         m = self._masks.get(cid)
         if m is not None:
             return m
-        twin = self._clamp.config(cid)
-        if twin != cid:
-            # large repetition counts one token cannot tell apart: the twin's mask is this one
-            words = self._compute_mask(twin)
-            self._remember_mask(cid, words)
-            return words
-        if self._positions:
-            words = self._positions.words(cid)
-            if words is not None:
-                self._remember_mask(cid, words)
-                return words
-        counted = self._counted_base(cid)
+        for source in self.mask_sources:
+            found = source.answer(cid)
+            if found is not None:
+                break
+        else:
+            region, ids = self._table.walk_parts(cid, self._trie)
+            found = Partial(None if region is None else region.words(self._trie, self._width), ids)
+        words = self._finish(cid, found)
+        self._remember_mask(cid, words)
+        return words
+
+    def _finish(self, cid: int, found: Answer) -> np.ndarray:
+        """The mask of ``cid`` from a source's answer: a whole mask as it is, a part packed with
+        the special tokens (read-only)."""
+        if not isinstance(found, Partial):
+            return found
+        ids = found.ids
+        extra = self._special_ids(cid)
+        if extra:
+            ids = np.concatenate([ids.astype(np.int64)] + extra)
+        words = pack_ids(ids, self._width) if found.words is None else pack_ids_onto(found.words, ids)
+        words.flags.writeable = False
+        return words
+
+    def _special_ids(self, cid: int) -> list[np.ndarray]:
+        """The end-of-sequence ids where ``cid`` accepts, and the ids of each token atom it may read."""
         extra = []
         if len(self._eos) and self._system.accepting(cid):
             extra.append(self._eos)
@@ -282,239 +268,7 @@ class Constraint:
                     extra.append(everything[keep])
                 else:
                     extra.append(aids)
-        if counted is not None and not extra:
-            # counts with the same effective bounds share one mask
-            sorted_base, head, key = counted
-            words = self._counted_words.get(key)
-            if words is None:
-                words = filter_words(sorted_base, head, self._width, key[2:], tuning=self.tuning)  # type: ignore[arg-type]
-                words.flags.writeable = False
-                if len(self._counted_words) >= self.limits.max_cached_masks:
-                    self._counted_words.pop(next(iter(self._counted_words)))
-                self._counted_words[key] = words
-        else:
-            region, found = None, None
-            if counted is not None:
-                ids = filter_ids(counted[0], counted[1])
-            else:
-                found = self._relative_words(cid)
-                if found is None:
-                    region, ids = self._table.walk_parts(cid, self._trie)
-                else:
-                    ids = found[1]
-            if extra:
-                ids = np.concatenate([ids.astype(np.int64)] + extra)
-            words = self._region_words(region, ids) if found is None else pack_ids_onto(found[0], ids)
-            words.flags.writeable = False
-        self._remember_mask(cid, words)
-        return words
-
-    def _relative_words(self, cid: int) -> tuple[np.ndarray, np.ndarray] | None:
-        """For one stack over a caller, ``(P, t)`` with ``t`` unable to end at once: the packed
-        mask of the walk from ``t`` over the hole (shared by every caller, so by every depth of
-        a recursive document) and the tokens a walk from its exits adds, stepped from ``P``.
-        A stack at the bottom whose top ``h R`` reaches a word is walked the same way, as ``h``
-        over a frame holding ``R`` (``_spine_split``). None where the configuration has
-        another shape (walked as it is)."""
-        system = self._system
-        stacks = system.configs[cid]
-        if len(stacks) != 1 or not self.tuning.relative_walks:
-            return None
-        sid = stacks[0]
-        parent, top = system.stack_parent[sid], system.stack_top[sid]
-        split = False
-        if parent < 0:
-            found_split = self._spine.get(top, False) if self.tuning.spine_split else None
-            if found_split is False:
-                found_split = self._spine_split(top)
-            if found_split is None or found_split[0] in self._spine_refused:
-                found_split = self._loop_split(top)
-            if found_split is None or found_split[0] in self._spine_refused:
-                return None
-            # ``h R`` at the bottom is ``h`` over a frame holding ``R``: the same stack
-            top, parent, split = found_split[0], system.stack(parent, found_split[1]), True
-        else:
-            found_split = self._loop_split(top)
-            if found_split is not None and found_split[0] not in self._spine_refused:
-                top, parent, split = found_split[0], system.stack(parent, found_split[1]), True
-            elif self._machines.store.nullable[top] and not self.tuning.relative_nullable:
-                return None
-        rel = system.relative(top)
-        found = self._relative.get(rel)
-        if found is None:
-            found = self._positions.relative(rel) if self._positions else None
-        if found is None:
-            found = self._walk_relative(rel, top, shared=split)
-            if len(self._relative) >= self.limits.max_cached_masks:
-                self._relative.pop(next(iter(self._relative)))
-            self._relative[rel] = found
-            first = True
-        else:
-            first = False
-        words, exits = found
-        if exits:
-            tail = system.config([parent])
-            exits = self._exits_into(exits, tail)
-            if first and split and sum(nodes.size for nodes, _ in exits.values()) > self.tuning.spine_exits:
-                # tokens reach the tail from many nodes: every top with this head would walk
-                # them again from its own tail, more than its plain walk costs
-                self._spine_refused.add(top)
-        if not exits:
-            return words, np.zeros(0, dtype=np.int64)
-        return words, self._crossing(tail, exits, (rel,))
-
-    def _crossing(self, tail: int, exits: dict[int, tuple[np.ndarray, np.ndarray]], key: tuple[int, ...]) -> np.ndarray:
-        """The tokens a walk from ``exits`` accepts, each exit entered with its byte stepped
-        from ``tail``. Where ``tail`` is one stack over a caller, the walk is from its top over
-        the hole (``TransitionTable.walk_from_relative``), kept per ``key`` (the relative
-        configuration and the tops crossed before, which fix the exits) and the top: every depth
-        of a recursive document shares it, and the tokens that cross this frame too go on from
-        its exits into the next caller. Exact for the reason a walk over the hole is."""
-        system = self._system
-        stacks = system.configs[tail]
-        parent = system.stack_parent[stacks[0]] if len(stacks) == 1 else -1
-        if not self.tuning.chained_crossings or parent < 0:
-            return self._table.walk_from(tail, self._trie, exits)
-        top = system.stack_top[stacks[0]]
-        here = key + (top,)
-        found = self._crossings.get(here)
-        if found is None:
-            found = self._table.walk_from_relative(system.relative(top), self._trie, exits)
-            self.crossing_walks += 1
-            if len(self._crossings) >= self.limits.max_cached_masks:
-                self._crossings.pop(next(iter(self._crossings)))
-            self._crossings[here] = found
-        ids, further = found
-        if further:
-            caller = system.config([parent])
-            further = self._exits_into(further, caller)
-            if further:
-                ids = np.concatenate([ids.astype(np.int64), self._crossing(caller, further, here)])
-        return ids
-
-    def _walk_relative(
-        self, rel: int, top: int, *, shared: bool
-    ) -> tuple[np.ndarray, dict[int, tuple[np.ndarray, np.ndarray]]]:
-        """The packed mask and exits of the walk of ``rel`` (``top`` over the hole). With
-        ``shared`` (a head split before a word: small, and the JSON skeleton between a key and
-        the next one recurs in every schema), another constraint on this vocabulary may have
-        walked a head of the same structure already (shared_walks.py)."""
-        self.relative_walks += 1
-        structure = self._term_keys.of(top) if shared and self.tuning.shared_walks else None
-        if structure is not None:
-            found = shared_walks.lookup(self._trie, self._width, structure)
-            if found is not None:
-                self.shared_walk_hits += 1
-                return found
-        region, ids, exits = self._table.walk_relative(rel, self._trie)
-        words = self._region_words(region, ids)
-        words.flags.writeable = False
-        if structure is not None:
-            shared_walks.remember(
-                self._trie, self._width, structure, words, exits, max_walks=self.tuning.shared_max_walks
-            )
-        return words, exits
-
-    def _spine_split(self, top: int) -> tuple[int, int] | None:
-        """``(h, R)`` where the top sequence ``e0 e1 ... R`` reaches a *word* (``tuning.spine_word``
-        letters, digits or ``_`` as single fixed bytes, after the first element): ``R`` starts
-        at the word, ``h`` is what comes before it. Inside a JSON object, ``h`` is a key's
-        closing quote, the colon, the value, the comma and the next key's quote, and ``R`` the
-        rest of the document from the next key's name on. Tokens rarely reach past ``h``, and
-        ``h`` is the same term after every key whose value has the same type, so its walk over
-        the hole is shared by all of them (a ``number`` value, a boolean, a string of the same
-        bounds). A choice whose every option starts with a word (optional keys, an enum of
-        words) is a word too (``tuning.spine_choices``). ``h`` must hold at least
-        ``tuning.spine_head_elements`` elements that need a byte and no greedy lexeme (whose end looks
-        at ``R``'s first byte). None where there is no such word (remembered per top, and for
-        each suffix of the top before the word, the tops a walk meets next)."""
-        store = self._machines.store
-        kind, a, b, nullable = store.kind, store.a, store.b, store.nullable
-        tuning = self.tuning
-        word, look, choices = tuning.spine_word, tuning.spine_look, tuning.spine_choices
-        least = tuning.spine_head_elements
-        elements: list[int] = []
-        tops: list[int] = []
-        run = 0
-        t = top
-        while kind[t] == SEQ_K and len(elements) < look:
-            e = a[t]
-            mask = b[e]
-            run = run + 1 if kind[e] == BYTES_K and mask & _WORD_BYTES and mask.bit_count() == 1 else 0  # type: ignore[operator,union-attr]
-            elements.append(e)
-            tops.append(t)
-            if run == word or (choices and kind[e] == ALT_K and self._starts_with_word(e, word)):
-                # a word, or a choice whose every option starts with one (the optional keys
-                # that may come next)
-                cut = len(elements) - max(run, 1)
-                rest = tops[cut]
-                # every suffix of the top before the word reaches the same word: its split is
-                # the head's suffix, built on the way (the tops a walk meets as it reads the
-                # head's bytes find theirs remembered)
-                head, needed = EMPTY, 0
-                for i in range(cut - 1, -1, -1):
-                    head = store.seq(elements[i], head)
-                    needed += not nullable[elements[i]]
-                    ok = needed >= least and not store.flags[head] & HAS_POSS
-                    self._spine[tops[i]] = (head, rest) if ok else None
-                break
-            t = b[t]  # type: ignore[assignment]
-        found = self._spine.setdefault(top, None)
-        return found
-
-    def _loop_split(self, top: int) -> tuple[int, int] | None:
-        """``(x* b, R)`` where the top is ``x* b R``: a loop over bytes (a string's body, a run
-        of digits) and the one byte class that ends it (the closing quote), before the rest
-        ``R``. Inside a string the rest is the document after it, different for every set of
-        keys still to come; the head is the same for every string of that kind, so its walk over
-        the hole (a frame holding ``R``) is shared by all of them (``EngineTuning.loop_split``). None where
-        the top has another shape, or where the loop or its end holds a call or a greedy
-        lexeme (remembered)."""
-        found = self._loops.get(top, False)
-        if found is False:
-            found = None
-            store = self._machines.store
-            kind, a, b = store.kind, store.a, store.b
-            if self.tuning.loop_split and kind[top] == SEQ_K:
-                loop, after = a[top], b[top]
-                if (
-                    kind[loop] == REPEAT_K
-                    and store.b[loop] == (0, None)
-                    and not store.flags[loop] & (HAS_POSS | HAS_SYM)
-                    and kind[after] == SEQ_K
-                    and kind[a[after]] == BYTES_K
-                    and b[after] != EMPTY
-                ):
-                    found = (store.seq(loop, a[after]), b[after])  # type: ignore[arg-type]
-            self._loops[top] = found
-        return found  # type: ignore[return-value]
-
-    def _starts_with_word(self, t: int, need: int) -> bool:
-        """Whether every option of the choice or sequence ``t`` starts with ``need`` single
-        fixed word bytes (looked at as built: a rule not built yet is no word)."""
-        key = (t, need)
-        found = self._word_starts.get(key)
-        if found is None:
-            store = self._machines.store
-            kind, a, b = store.kind, store.a, store.b
-            found = False
-            if kind[t] == ALT_K:
-                found = all(self._starts_with_word(u, need) for u in b[t])  # type: ignore[union-attr]
-            elif kind[t] == SEQ_K:
-                e = a[t]
-                mask = b[e]
-                if kind[e] == BYTES_K and mask & _WORD_BYTES and mask.bit_count() == 1:  # type: ignore[operator,union-attr]
-                    found = need == 1 or self._starts_with_word(b[t], need - 1)  # type: ignore[arg-type]
-                elif kind[e] == ALT_K:
-                    found = self._starts_with_word(e, need)  # type: ignore[arg-type]
-            self._word_starts[key] = found
-        return found
-
-    def _region_words(self, region: LoopRegion | None, ids: np.ndarray) -> np.ndarray:
-        """The packed mask of ``ids``, on the region's packed mask where a walk started from one."""
-        return (
-            pack_ids(ids, self._width) if region is None else pack_ids_onto(region.words(self._trie, self._width), ids)
-        )
+        return extra
 
     def _remember_mask(self, cid: int, words: np.ndarray) -> None:
         if len(self._masks) >= self.limits.max_cached_masks:
@@ -638,14 +392,12 @@ class Constraint:
         unbounded repetition (the repetition may stop at once either way), so the figures are the
         unbounded configuration's, restricted to the tokens this count allows (its mask). Each
         count was a walk that could not loop before: 10-15 ms inside a long string."""
-        if self._atom_ids or self._counted_base(cid) is None:
+        if self._atom_ids or self._counted_masks.base(cid) is None:
             return None
         head, _, base = self._counted[cid]  # type: ignore[misc]
-        if head.lo > 0 or base == cid or base in self._base_exits:
+        if head.lo > 0 or base == cid:
             # units still required: the shortest completion depends on the count; or the
-            # configuration is its own unbounded one (a pattern with a length bound, lifted);
-            # or the base is a head over the hole (a last unit's), whose completions are not
-            # the document's
+            # configuration is its own unbounded one (a pattern with a length bound, lifted)
             return None
         ids, need, ends, slack = self._figures(base)
         allowed = unpack(self.mask_words(cid), self._width)
@@ -712,144 +464,6 @@ class Constraint:
     def _bounded_locked(self, cid: int, budget: int) -> bool:
         return self._bound.plentiful(cid, budget)
 
-    def _counted_base(self, cid: int) -> tuple[Bases, CountedHead, tuple[int, int, int, int]] | None:
-        """If ``cid`` sits in a counted repetition (see counters.py): the sorted unbounded mask,
-        the repetition, and the key of its filtered mask (equal keys, equal masks). None for
-        every configuration where ``tuning.counted_masks`` is off."""
-        if not self.tuning.counted_masks:
-            return None
-        entry = self._counted.get(cid, False)
-        if entry is False:
-            entry = None
-            stacks = self._system.configs[cid]
-            if len(stacks) == 1:
-                sid = stacks[0]
-                store, parent = self._machines.store, self._system.stack_parent[sid]
-                head = counted_head(store, self._system.stack_top[sid], tuning=self.tuning)
-                counts = None if head is None else self._unit_counts(head.unit, head.partial)
-                if head is not None and counts is not None:
-                    base = self._system.config([self._system.stack(parent, self._unbounded(head))])
-                    entry = (head, counts, base)
-                elif self.tuning.last_units and self._sorted_repetitions:
-                    head = last_unit_head(store, self._system.stack_top[sid])
-                    if head is not None:
-                        # looked up, not made: most ``x rest`` tops are no repetition's last unit
-                        base = self._sorted_repetitions.get((parent, head.unit, head.rest))
-                        if base is not None:
-                            entry = (head, self._unit_counts(head.unit), base)
-            self._counted[cid] = entry
-        if entry is None:
-            return None
-        head, counts, base = entry
-        sorted_base = self._bases.get((base, head.unit))
-        if sorted_base is None:
-            walked: tuple[LoopRegion | None, np.ndarray] | None = None
-            shared = self._shared_base(base)
-            if shared is not None:
-                rel, tail = shared
-                exits = self._base_exits.get(rel)
-                if exits is None:
-                    region, ids, exits = self._table.walk_relative(rel, self._trie)
-                    self._base_exits[rel] = exits
-                    walked = (region, ids)
-                if not self._exits_into(exits, tail):
-                    # no token reaches the word: the head's tokens are the base's, and every
-                    # key whose value has that type shares them and their filtered masks
-                    base = rel
-                    sorted_base = self._bases.get((rel, head.unit))
-                    if sorted_base is None and walked is None:
-                        region, ids, _ = self._table.walk_relative(rel, self._trie)
-                        walked = (region, ids)
-                else:
-                    walked = None  # the base's own walk, from the root (a relative one is not it)
-            if sorted_base is None:
-                region, ids = walked if walked is not None else self._table.walk_parts(base, self._trie)
-                sorted_base = counted_base(ids, counts, small_base=self.tuning.small_base)
-                if region is not None:
-                    sorted_base = (self._region_base(region, counts), sorted_base)
-                self._bases[(base, head.unit)] = sorted_base
-            if head.partial is None and head.other is None:
-                # where this repetition's last unit finds it (a base shared over the hole too)
-                self._sorted_repetitions[
-                    (self._system.stack_parent[self._system.configs[cid][0]], head.unit, head.rest)
-                ] = base
-        return sorted_base, head, (base, head.unit) + filter_bounds(sorted_base, head)
-
-    def _unbounded(self, head: CountedHead) -> int:
-        """``head.unbounded``, remembered: every count of one repetition has the same one."""
-        key = (head.unit, head.rest, head.other, head.partial)
-        found = self._unbounded_tops.get(key)
-        if found is None:
-            found = self._unbounded_tops[key] = head.unbounded(self._machines.store)
-        return found
-
-    def _shared_base(self, base: int) -> tuple[int, int] | None:
-        """For the base configuration of a counted repetition at the bottom, ``x* h' R`` split
-        before the word ``R`` starts with (``_spine_split``): the relative configuration of its
-        head and the configuration of ``R``. The head's walk over the hole gives the base's
-        tokens where none of its exits is a byte ``R`` can read. None where the base has no
-        split."""
-        system = self._system
-        stacks = system.configs[base]
-        if len(stacks) != 1 or not (self.tuning.spine_split and self.tuning.relative_walks):
-            return None
-        parent, top = system.stack_parent[stacks[0]], system.stack_top[stacks[0]]
-        if parent >= 0:
-            return None
-        split = self._spine.get(top, False)
-        if split is False:
-            split = self._spine_split(top)
-        if split is None:
-            return None
-        return system.relative(split[0]), system.config([system.stack(parent, split[1])])
-
-    def _exits_into(
-        self, exits: dict[int, tuple[np.ndarray, np.ndarray]], cid: int
-    ) -> dict[int, tuple[np.ndarray, np.ndarray]]:
-        """The exits of a walk over the hole whose byte ``cid`` (what the hole stands for) may
-        read, by the bound from its terms (``ConfigSystem.first_bytes_bound``): the others
-        lead nowhere, and a split before a word has many (``","#``). Remembered per (exits,
-        bound) for the process (``shared_walks.exits_read_by``): the keys that start with the
-        same letter share the filtered exits, in every constraint that shares the walk."""
-        tuning = self.tuning
-        return shared_walks.exits_read_by(
-            exits,
-            self._system.first_bytes_bound(cid),
-            small_exits=tuning.shared_small_exits,
-            max_picks=tuning.shared_max_exit_picks,
-        )
-
-    def _region_base(self, region: LoopRegion, counts: UnitCounts) -> CountedBase:
-        """The tokens of a loop region sorted by ``counts``, kept on the region: every counted
-        string of the same loops (each array item, each property) shares them and their
-        filtered masks, and sorts only the tokens its own walk found beyond the region."""
-        key = ("counted", id(counts))
-        found = region.cached(key)
-        if found is not None and found[0] is counts:  # type: ignore[index]
-            return found[1]  # type: ignore[index,no-any-return]
-        base = counted_base(
-            self._trie.sorted_ids[region.positions], counts, shared=True, small_base=self.tuning.small_base
-        )
-        region.remember(key, (counts, base))
-        return base
-
-    def _unit_counts(self, unit: int, partial: int | None = None) -> UnitCounts | None:
-        """Per-token counts of ``unit`` from a unit boundary, or from the begun unit
-        ``partial`` (None where that is not a state of the unit's automaton)."""
-        key = (unit, partial)
-        if key not in self._units:
-            if unit not in self._automata:
-                self._automata[unit] = unit_automaton(self._machines.store, unit, tuning=self.tuning)
-            auto = self._automata[unit]
-            found = None
-            if auto is not None:
-                # state 0 is the unit itself, not begun: only a unit boundary counts from there
-                start = 0 if partial is None else auto.states.get(partial, 0)
-                if partial is None or start > 0:
-                    found = count_units(auto.table, self._trie, start, tuning=self.tuning)
-            self._units[key] = found
-        return self._units[key]
-
     def commit(self, cid: int, token_id: int) -> int:
         """The configuration after ``token_id`` (DEAD if the token is not allowed)."""
         key = (cid, token_id)
@@ -877,7 +491,7 @@ class Constraint:
     def _step_bytes(self, cid: int, data: bytes) -> int:
         """The configuration after ``data`` from ``cid``; only the one at the end is interned
         (``ConfigSystem.step_bytes``), and a configuration's fixed bytes are read at once."""
-        return self._system.step_bytes(cid, data, literal_runs=self.tuning.literal_commits)
+        return self._system.step_bytes(cid, data)
 
     def row(self, cid: int) -> np.ndarray:
         """The full byte-transition row of ``cid`` (computed where missing)."""
@@ -982,7 +596,7 @@ class Constraint:
                 if exits is not None:
                     self._positions.add_exits(cid, exits)
             for key, found in itertools.islice(parts.crossings, self.limits.max_cached_masks):
-                self._crossings[key] = found
+                self._crossings.put(key, found)
             self._spine_refused.update(parts.spine_refused)
             self.report = report
             self._memory_checked_at = -1  # the parts count: look again
@@ -1028,11 +642,11 @@ class Constraint:
         system = self._system
         return (
             self._table.rows.nbytes
-            + (len(self._masks) + len(self._counted_words) + len(self._relative)) * self._words * 4
+            + len(self._masks) * self._words * 4
+            + sum(source.nbytes() for source in self.mask_sources)
             + len(system.configs) * MEMORY_PER_CONFIG
             + len(system.stack_top) * MEMORY_PER_STACK
             + len(self._machines.store) * MEMORY_PER_TERM
-            + self._positions.nbytes
         )
 
     def _check_memory(self) -> None:
@@ -1059,9 +673,9 @@ class Constraint:
             "entered_by_choice": self._table.entered_by_choice,
             "entered_literal": self._table.entered_literal,
             "splices": self._table.splices,
-            "shared_walk_hits": self.shared_walk_hits,
-            "relative_walks": self.relative_walks,
-            "crossing_walks": self.crossing_walks,
+            "shared_walk_hits": self._relative_masks.shared_walk_hits,
+            "relative_walks": self._relative_masks.relative_walks,
+            "crossing_walks": self._relative_masks.crossing_walks,
         }
 
 

@@ -34,7 +34,7 @@ import numpy as np
 from .. import caches
 from .arrays import mask_to_bools, ranges, stable_order, unique
 from .masks import LITTLE_ENDIAN, SPARSE_PACK, pack_ids
-from .terms import AND_K, BYTES_K, HAS_POSS, HAS_SETOP, HAS_SYM, NOTHING, REPEAT_K, SEQ_K, TermStore, refine
+from .terms import AND_K, HAS_POSS, HAS_SETOP, HAS_SYM, NOTHING, REPEAT_K, SEQ_K, TermStore, refine
 from .token_trie import TokenTrie
 from .tuning import DEFAULT_ENGINE_TUNING, EngineTuning
 
@@ -83,23 +83,6 @@ def counted_head(store: TermStore, top: int, *, tuning: EngineTuning = DEFAULT_E
                 return None
             return CountedHead(found.unit, found.lo, found.hi, found.rest, None, store.seq_list(parts))
     return None
-
-
-def last_unit_head(store: TermStore, top: int) -> CountedHead | None:
-    """``x rest`` with ``x`` a class of several bytes, read as ``x{1,1} rest``: the last unit of
-    a counted repetition (``[0-9a-f]{4}`` after three digits; the term store writes ``x{1,1}``
-    as ``x``). Its mask is its unbounded repetition's, filtered to tokens of one unit, like any
-    other count. The caller uses that only where an earlier count of the same repetition (same
-    parent, unit and rest, no begun unit, no pattern beside the count) sorted the unbounded
-    mask: that head passed :func:`counted_head`'s conditions for this unit and rest, and for a
-    lone ``x`` the plain walk is cheaper than sorting a base for one count."""
-    top = store.force(top)
-    if store.kind[top] != SEQ_K:
-        return None
-    x = store.force(store.a[top])  # type: ignore[arg-type]
-    if store.kind[x] != BYTES_K or store.b[x].bit_count() < 2:  # type: ignore[union-attr]
-        return None
-    return CountedHead(x, 1, 1, store.b[top])  # type: ignore[arg-type]
 
 
 def _split(store: TermStore, top: int) -> tuple[int, int]:

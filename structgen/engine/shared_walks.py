@@ -40,8 +40,6 @@ _structures: dict[tuple[object, ...], int] = {}
 _walks: dict[tuple[int, int, int], tuple[TokenTrie, np.ndarray, Exits]] = {}
 #: (id of a walk's exits, first-byte bound) -> (those exits, the ones the bound reads)
 _picks: dict[tuple[int, int], tuple[Exits, Exits]] = {}
-#: id of a walk's exits -> (those exits, their index by byte, or None where they are many)
-_indexes: dict[int, tuple[Exits, dict[int, list[tuple[int, int]]] | None]] = {}
 _generation = 0
 #: the next structural id: never given twice in a process, so an id a store kept from an earlier
 #: generation still names its one structure (it just finds nothing)
@@ -153,7 +151,6 @@ def _new_generation() -> None:
     _structures.clear()
     _walks.clear()
     _picks.clear()
-    _indexes.clear()
     _generation += 1
 
 
@@ -183,85 +180,28 @@ def remember(
         _walks[(id(trie), width, structure)] = (trie, words, exits)
 
 
-def exits_read_by(
-    exits: Exits,
-    bound: int,
-    *,
-    small_exits: int = DEFAULT_ENGINE_TUNING.shared_small_exits,
-    max_picks: int = DEFAULT_ENGINE_TUNING.shared_max_exit_picks,
-) -> Exits:
+def exits_read_by(exits: Exits, bound: int, *, max_picks: int = DEFAULT_ENGINE_TUNING.shared_max_exit_picks) -> Exits:
     """The exits of a walk over the hole whose byte is in ``bound`` (a 256-bit set: the first
     bytes of what the hole stands for), remembered per (exits, bound) for the process (at most
     ``max_picks``): every key that starts with the same letter, in every constraint that shares
-    the walk, shares the filter. Up to ``small_exits`` exits are picked by byte in Python."""
+    the walk, shares the filter."""
     key = (id(exits), bound)
     found = _picks.get(key)
     if found is not None and found[0] is exits:
         return found[1]
-    index = _indexes.get(id(exits))
-    if index is None or index[0] is not exits:
-        index = (exits, _index_exits(exits, small_exits))
-        with _lock:
-            if len(_indexes) >= max_picks:
-                _indexes.pop(next(iter(_indexes)), None)
-            _indexes[id(exits)] = index
-    out = _pick(exits, index[1], bound)
-    with _lock:
-        if len(_picks) >= max_picks:
-            _picks.pop(next(iter(_picks)), None)
-        _picks[key] = (exits, out)
-    return out
-
-
-def _pick(exits: Exits, by_byte: dict[int, list[tuple[int, int]]] | None, bound: int) -> Exits:
-    out: Exits = {}
-    if by_byte is not None:
-        # a few exits (a key's quote before a word): picked by byte in Python, where a numpy
-        # filter per level costs more than the whole pick
-        picked: dict[int, tuple[list[int], list[int]]] = {}
-        if bound.bit_count() <= len(by_byte):
-            rest, found = bound, []
-            while rest:
-                low = rest & -rest
-                rest ^= low
-                byte = low.bit_length() - 1
-                if byte in by_byte:
-                    found.append((byte, by_byte[byte]))
-        else:
-            found = [(byte, pairs) for byte, pairs in by_byte.items() if bound >> byte & 1]
-        for byte, pairs in found:
-            for k, node in pairs:
-                lists = picked.get(k)
-                if lists is None:
-                    lists = picked[k] = ([], [])
-                lists[0].append(node)
-                lists[1].append(byte)
-        for k in sorted(picked):
-            nodes_list, byte_list = picked[k]
-            out[k] = (np.asarray(nodes_list, dtype=np.int64), np.asarray(byte_list, dtype=np.uint8))
-        return out
     bits = mask_to_bools(bound)
+    out: Exits = {}
     for k, (nodes, byts) in exits.items():
         keep = bits[byts]
         if keep.all():
             out[k] = (nodes, byts)
         elif keep.any():
             out[k] = (nodes[keep], byts[keep])
+    with _lock:
+        if len(_picks) >= max_picks:
+            _picks.pop(next(iter(_picks)), None)
+        _picks[key] = (exits, out)
     return out
-
-
-def _index_exits(exits: Exits, small_exits: int) -> dict[int, list[tuple[int, int]]] | None:
-    """The exits of a walk over the hole by byte, as ``(level, node)`` pairs, where there are at
-    most ``small_exits`` of them (None: more, filtered in numpy)."""
-    if sum(nodes.size for nodes, _ in exits.values()) > small_exits:
-        return None
-    index: dict[int, list[tuple[int, int]]] = {}
-    for k, (nodes, byts) in exits.items():
-        for node, byte in zip(nodes.tolist(), byts.tolist()):
-            index.setdefault(byte, []).append((k, node))
-    # tuples of int pairs, not lists: the collector stops tracking them, and a walk over the
-    # hole from a top that may end at once has exits under most bytes
-    return {byte: tuple(pairs) for byte, pairs in index.items()}  # type: ignore[misc]
 
 
 def clear() -> None:
@@ -274,15 +214,14 @@ def _held_bytes() -> int:
     with _lock:
         walks = [(words, exits) for _, words, exits in _walks.values()]
         picks = [out for _, out in _picks.values()]
-        indexes = [index for _, index in _indexes.values()]
         structures = list(_structures)
-    return caches.deep_bytes((walks, picks, indexes, structures))
+    return caches.deep_bytes((walks, picks, structures))
 
 
 caches.register(
     "engine.shared_walks",
-    entries=lambda: len(_walks) + len(_picks) + len(_indexes) + len(_structures),
+    entries=lambda: len(_walks) + len(_picks) + len(_structures),
     nbytes=_held_bytes,
     clear=clear,
-    estimate="deep_bytes of the walks' masks and exits, the filtered exits, their indexes and the structural ids",
+    estimate="deep_bytes of the walks' masks and exits, the filtered exits and the structural ids",
 )

@@ -52,16 +52,9 @@ class EngineTuning:
     #: holding ``R`` (``Constraint._loop_split``), so every rest shares the body's walk; off, as it
     #: is. What lets ``mode="aot"`` precompute a string's body once for every place it occurs.
     loop_split: bool = True
-    #: Whether a commit reads a configuration's fixed bytes at once (``Constraint._step_bytes``);
-    #: off, one configuration per byte.
-    literal_commits: bool = True
     #: Whether the masks of a counted repetition come from its sorted unbounded mask, filtered by
     #: units (counters.py, ``Constraint._counted_base``); off, every count is walked.
     counted_masks: bool = True
-    #: Whether the last unit of a counted repetition (``x rest``, the count ``x{1,1}``) takes its
-    #: mask from the repetition's sorted unbounded mask when an earlier count sorted it
-    #: (``counters.last_unit_head``); off, it is walked.
-    last_units: bool = True
     #: Whether configurations with large counts that one token cannot tell apart share the mask
     #: and budget figures of a clamped twin (count_clamp.py); off, each is computed.
     count_twins: bool = True
@@ -84,6 +77,9 @@ class EngineTuning:
     #: A head whose first walk over the hole left more live exit nodes than this (exits whose byte
     #: the tail may read) is walked as it is from then on.
     spine_exits: int = 16
+    #: Bytes the walks over the hole of one constraint keep (their packed masks, exits and
+    #: crossings, relative_masks.py), first in, first out: 8,192 masks of Llama 3 (16 KB each).
+    relative_memo_bytes: int = 128 << 20
 
     # -- table.py: the token walk --------------------------------------------------------------
 
@@ -175,9 +171,6 @@ class EngineTuning:
     #: Terms new to a store that one structural id may take; a larger top gets none (unlikely to
     #: recur, and finding its id costs a step per term).
     shared_max_nodes: int = 64
-    #: Up to this many exits, a walk's exits are indexed by byte and picked in Python (a numpy
-    #: filter per level costs more than the whole pick).
-    shared_small_exits: int = 512
     #: Filtered exits kept for the process, per (exits, first-byte bound).
     shared_max_exit_picks: int = 4096
 
@@ -199,6 +192,9 @@ class EngineTuning:
     max_bounded_words: int = 256
     #: Packed slices kept per base (``CountedBase.slice_words``).
     max_slice_words: int = 16
+    #: Bytes the filtered masks of one constraint's counted repetitions keep (counted_masks.py),
+    #: first in, first out: 8,192 masks of Llama 3.
+    counted_memo_bytes: int = 128 << 20
     #: Up to this many ids are cleared from a near-full mask in Python (bytes of a copy), more
     #: with one ``np.bitwise_and.at`` (4-6 µs however few).
     tiny_clear: int = 32
