@@ -48,6 +48,7 @@ from .deep import deep_recursion
 from .limits import DEFAULT_ENGINE_LIMITS, EngineLimits
 from .loop_regions import LoopRegion
 from .machines import Machines, build_machines, token_symbol
+from .mask_store import MASK_ENTRY_BYTES, MaskPool, SharedMasks
 from .masks import pack_ids, pack_ids_onto, unpack, words_for
 from .shared_walks import Exits
 from .table import TransitionTable
@@ -96,7 +97,9 @@ class Constraint:
         self._eos = np.asarray([e for e in vocab.eos_token_ids if e < self._width], dtype=np.int64)
         self._eos_set = frozenset(self._eos.tolist())
         self._atom_ids = self._resolve_atoms(machines.token_atoms)
-        self._masks: dict[int, np.ndarray] = {}
+        #: every cached mask below is held once per distinct content (mask_store.py)
+        self._mask_pool = MaskPool()
+        self._masks: dict[int, np.ndarray] = SharedMasks(self._mask_pool)
         self._commits: dict[tuple[int, int], int] = {}
         self._atom_steps: dict[tuple[int, int], int] = {}
         self._text_index: dict[bytes, int] | None = None
@@ -114,7 +117,7 @@ class Constraint:
         #: (parent, unit, rest) -> the base configuration of ``x* rest`` over that parent, for
         #: the repetitions whose sorted base exists: where their last unit finds it
         self._sorted_repetitions: dict[tuple[int, int, int], int] = {}
-        self._counted_words: dict[tuple[int, int, int, int], np.ndarray] = {}
+        self._counted_words: dict[tuple[int, int, int, int], np.ndarray] = SharedMasks(self._mask_pool)
         #: (unit, rest, other, partial) of a counted head -> its top with the count lifted
         self._unbounded_tops: dict[tuple[int, int, int | None, int | None], int] = {}
         #: top term -> (head, tail) of its split before the next word, or None (``_spine_split``)
@@ -131,7 +134,9 @@ class Constraint:
         #: exits over the last top (see ``_crossing``)
         self._crossings: dict[tuple[int, ...], tuple[np.ndarray, dict[int, tuple[np.ndarray, np.ndarray]]]] = {}
         #: relative configuration -> its packed mask and exits (see ``_relative_words``)
-        self._relative: dict[int, tuple[np.ndarray, dict[int, tuple[np.ndarray, np.ndarray]]]] = {}
+        self._relative: dict[int, tuple[np.ndarray, dict[int, tuple[np.ndarray, np.ndarray]]]] = SharedMasks(
+            self._mask_pool
+        )
         #: structural ids of terms, shared by every constraint in the process (shared_walks.py)
         self._term_keys = shared_walks.TermKeys(
             machines.store, max_nodes=tuning.shared_max_nodes, max_structures=tuning.shared_max_structures
@@ -150,7 +155,7 @@ class Constraint:
         #: what ``mode="aot"`` precomputed and left lazy (None for a lazy compile)
         self.report: CompileReport | None = None
         #: masks of bottom positions precomputed by ``mode="aot"`` (ahead.py), kept compact
-        self._positions = PositionMasks(self._words)
+        self._positions = PositionMasks(self._words, self._mask_pool)
 
     # -- construction ---------------------------------------------------------------------------
 
@@ -1037,14 +1042,16 @@ class Constraint:
     # -- statistics -----------------------------------------------------------------------------
 
     def memory_bytes(self) -> int:
-        """Estimated bytes this constraint holds: its transition table and cached masks as
-        allocated, and its interned parse state (configurations, stacks, terms, with what is
-        remembered about each) at a cost per item measured with tracemalloc (``MEMORY_PER_*``).
+        """Estimated bytes this constraint holds: its transition table as allocated, its cached
+        masks once per distinct mask (mask_store.py) with a cost per entry, and its interned
+        parse state (configurations, stacks, terms, with what is remembered about each) at a
+        cost per item measured with tracemalloc (``MEMORY_PER_*``).
         Counted from sizes alone, so cheap enough to check after every step."""
         system = self._system
         return (
             self._table.rows.nbytes
-            + (len(self._masks) + len(self._counted_words) + len(self._relative)) * self._words * 4
+            + self._mask_pool.nbytes
+            + (len(self._masks) + len(self._counted_words) + len(self._relative)) * MASK_ENTRY_BYTES
             + len(system.configs) * MEMORY_PER_CONFIG
             + len(system.stack_top) * MEMORY_PER_STACK
             + len(self._machines.store) * MEMORY_PER_TERM
