@@ -197,6 +197,7 @@ class CompileReport:
     #: whether the exploration stopped at a limit (some positions were not visited), and which
     truncated: bool = False
     stopped_by: str | None = None
+    #: seconds from the start the budget is counted from (the compile's) to the positions' end
     seconds: float = 0.0
     #: ``Constraint.memory_bytes`` after the compile
     memory_bytes: int = 0
@@ -277,14 +278,18 @@ def compile_ahead(
     max_bytes: int,
     nullable_over_hole: bool = True,
     complete: bool = False,
+    started: float | None = None,
 ) -> CompileReport:
     """Precompute the parts of every position reachable from the start (see the module
     docstring), up to ``max_positions`` positions, ``budget_ms`` milliseconds and ``max_bytes``
     of estimated memory. ``nullable_over_hole``: whether the constraint walks a top that may end
-    at once over the hole (``EngineTuning.relative_nullable``). With
+    at once over the hole (``EngineTuning.relative_nullable``). ``started``: the
+    ``time.perf_counter()`` the budget is counted from (the compile's start, so that it covers
+    building the machines too; now where not given). With
     ``complete``, a LimitError where a limit stopped the exploration and a ConstraintError
     where some part can only be computed at first use, both naming what stays lazy."""
-    started = time.perf_counter()
+    if started is None:
+        started = time.perf_counter()
     report = CompileReport()
     with c._lock:
         _explore(c, report, max_positions, started + budget_ms / 1000, max_bytes, nullable_over_hole)

@@ -193,6 +193,7 @@ class Constraint:
             raise ConstraintError(f"complete must be a bool and needs mode='aot', not {complete!r} with {mode!r}")
         check_tuning(tuning)
         with deadline_scope(limits.deadline_s, limit="deadline_s"):
+            started = time.perf_counter()  # the budget of a compile ahead covers the machines too
             machines = build_machines(grammar)
             system = ConfigSystem(
                 machines,
@@ -203,7 +204,7 @@ class Constraint:
             kind = DynamicConstraint if mode == "lazy" and cls is Constraint else cls
             c = kind(grammar, vocab, machines, system, limits, tuning)
             if mode == "aot":
-                until = time.perf_counter() + limits.aot_budget_ms / 1000
+                until = started + limits.aot_budget_ms / 1000
                 c.report = compile_ahead(
                     c,
                     max_positions=limits.aot_max_positions,
@@ -211,6 +212,7 @@ class Constraint:
                     max_bytes=limits.aot_max_bytes,
                     nullable_over_hole=tuning.relative_nullable,
                     complete=complete,
+                    started=started,
                 )
                 # whole configurations in what is left of the budget: lookups, not assemblies
                 c.precompute(limits.aot_max_configs, until=until, max_bytes=limits.aot_max_bytes)
