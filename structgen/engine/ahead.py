@@ -54,7 +54,8 @@ what it covers is bounded by ``EngineLimits.aot_max_positions``, ``aot_budget_ms
 
 Cost: one relative walk per reachable top (a trie walk; shared across constraints of one
 vocabulary where the top has a structural id, shared_walks.py) and one byte row per position.
-Memory: a sparse mask as its nonzero words, a dense one once per distinct mask. Measured on
+Memory: a sparse mask as its nonzero words, a dense one once per distinct mask, in the pool the
+constraint's caches share (mask_store.py). Measured on
 Llama 3 (2 shared cores, load 3-5): the schemas of ``schemas/`` compile in 0.4-1.6 s; objects with
 keys in any order multiply positions by the sets of keys left, and there the budget ends first.
 """
