@@ -37,44 +37,45 @@ class MaskPool:
         self._checksum = checksum
         #: checksum of a mask's bytes -> the held masks with that checksum
         self._by_crc: dict[int, list[np.ndarray]] = {}
-        #: id of a held mask -> references to it (the pool holds it, so the id is not reused)
-        self._refs: dict[int, int] = {}
+        #: id of a held mask -> [references to it, its checksum] (the pool holds it, so the id
+        #: is not reused while it is held)
+        self._held: dict[int, list[int]] = {}
         #: bytes of the distinct masks held
         self.nbytes = 0
 
     def __len__(self) -> int:
-        return len(self._refs)
+        return len(self._held)
 
     def intern(self, words: np.ndarray) -> np.ndarray:
         """The held mask equal to ``words`` (one more reference to it), or ``words`` itself,
         held from now on (read-only; a writable one is copied first, so that its owner writing
         it later cannot change a mask another key shares)."""
-        refs = self._refs.get(id(words))
-        if refs is not None:  # already the held one (a twin's mask, a part shared as it is)
-            self._refs[id(words)] = refs + 1
+        entry = self._held.get(id(words))
+        if entry is not None:  # already the held one (a twin's mask, a part shared as it is)
+            entry[0] += 1
             return words
         crc = self._checksum(np.ascontiguousarray(words).data)
         same = self._by_crc.setdefault(crc, [])
         for held in same:
             if held.dtype == words.dtype and held.shape == words.shape and np.array_equal(held, words):
-                self._refs[id(held)] += 1
+                self._held[id(held)][0] += 1
                 return held
         if words.flags.writeable:
             words = words.copy()
             words.flags.writeable = False
         same.append(words)
-        self._refs[id(words)] = 1
+        self._held[id(words)] = [1, crc]
         self.nbytes += words.nbytes
         return words
 
     def release(self, words: np.ndarray) -> None:
         """One reference less to the held mask ``words``; let go of it at none."""
-        refs = self._refs[id(words)] - 1
-        if refs:
-            self._refs[id(words)] = refs
+        entry = self._held[id(words)]
+        entry[0] -= 1
+        if entry[0]:
             return
-        del self._refs[id(words)]
-        crc = self._checksum(np.ascontiguousarray(words).data)
+        del self._held[id(words)]
+        crc = entry[1]
         same = self._by_crc[crc]
         same.remove(next(held for held in same if held is words))  # by identity, not by value
         if not same:
@@ -83,7 +84,7 @@ class MaskPool:
 
     def holds(self, words: np.ndarray) -> bool:
         """Whether ``words`` is a mask this pool holds (the object, not an equal one)."""
-        return id(words) in self._refs
+        return id(words) in self._held
 
 
 class SharedMasks(dict):  # type: ignore[type-arg]
