@@ -71,7 +71,7 @@ def rebuild(
         h = header_of(members) if header is None else header
         if isinstance(h, dict):
             h = dict(h)
-            names = A._ARRAYS + A._PART_ARRAYS
+            names = A._ARRAYS + A._PART_ARRAYS + (A.MASK_ROWS,)
             h["digests"] = {n: hashlib.sha256(members[n]).hexdigest() for n in names if n in members}
             h = json.dumps(h).encode()
         members[A.HEADER] = A._npy(np.frombuffer(h, dtype=np.uint8))

@@ -54,14 +54,14 @@ what it covers is bounded by ``EngineLimits.aot_max_positions``, ``aot_budget_ms
 
 Cost: one relative walk per reachable top (a trie walk; shared across constraints of one
 vocabulary where the top has a structural id, shared_walks.py) and one byte row per position.
-Memory: a sparse mask as its nonzero words, a dense one once per distinct mask. Measured on
+Memory: a sparse mask as its nonzero words, a dense one once per distinct mask, in the pool the
+constraint's caches share (mask_store.py). Measured on
 Llama 3 (2 shared cores, load 3-5): the schemas of ``schemas/`` compile in 0.4-1.6 s; objects with
 keys in any order multiply positions by the sets of keys left, and there the budget ends first.
 """
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -73,6 +73,7 @@ from ..deadline import check_deadline
 from ..errors import ConstraintError, LimitError
 from .configs import DEAD
 from .counters import CountedHead, counted_head
+from .mask_store import MaskPool
 from .shared_walks import Exits
 
 if TYPE_CHECKING:
@@ -90,15 +91,17 @@ LAZY_REASONS = {
 class PositionMasks:
     """Masks of bottom positions and relative parts, kept compact (outside the constraint's
     bounded caches, which would drop them): a sparse mask as its nonzero words (most positions
-    inside a literal or a key allow a few tokens), a dense one shared with every position of the
-    same mask (the string bodies of different values). A mask is rebuilt into a fresh packed
-    array at first use, then cached by the constraint as any other."""
+    inside a literal or a key allow a few tokens), a dense one interned in the constraint's
+    ``pool`` (mask_store.py), so that it is held once for every position and cache entry of the
+    same mask (the string bodies of different values). A sparse mask is rebuilt into a fresh
+    packed array at first use, then cached by the constraint as any other. ``nbytes`` counts
+    the sparse words, the exits and the entries; the dense masks are the pool's bytes."""
 
-    def __init__(self, words: int) -> None:
+    def __init__(self, words: int, pool: MaskPool) -> None:
         self._words = words
+        self._pool = pool
         self._sparse: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._dense: dict[int, np.ndarray] = {}
-        self._by_digest: dict[bytes, list[np.ndarray]] = {}
         #: relative configuration -> its exits (its mask is kept as a position's)
         self._exits: dict[int, Exits] = {}
         self.nbytes = 0
@@ -152,16 +155,11 @@ class PositionMasks:
         self.nbytes += index.size * 8 + 64
 
     def add_dense(self, cid: int, words: np.ndarray) -> None:
-        """Keep the packed mask ``words`` of ``cid`` (read-only), shared with an equal one kept."""
-        # found by a digest, kept only after a comparison: equal digests of unequal masks would
-        # be a wrong mask, however unlikely
-        same = self._by_digest.setdefault(hashlib.blake2b(words.data, digest_size=16).digest(), [])
-        shared = next((m for m in same if np.array_equal(m, words)), None)
-        if shared is None:
-            shared = words
-            same.append(words)
-            self.nbytes += words.nbytes
-        self._dense[cid] = shared
+        """Keep the packed mask ``words`` of ``cid`` (read-only), shared with every equal mask
+        the constraint holds (its pool)."""
+        if cid in self._dense:
+            self._pool.release(self._dense[cid])
+        self._dense[cid] = self._pool.intern(words)
         self.nbytes += 64
 
     def words(self, cid: int) -> np.ndarray | None:
@@ -200,6 +198,7 @@ class CompileReport:
     #: whether the exploration stopped at a limit (some positions were not visited), and which
     truncated: bool = False
     stopped_by: str | None = None
+    #: seconds from the start the budget is counted from (the compile's) to the positions' end
     seconds: float = 0.0
     #: ``Constraint.memory_bytes`` after the compile
     memory_bytes: int = 0
@@ -280,14 +279,18 @@ def compile_ahead(
     max_bytes: int,
     nullable_over_hole: bool = True,
     complete: bool = False,
+    started: float | None = None,
 ) -> CompileReport:
     """Precompute the parts of every position reachable from the start (see the module
     docstring), up to ``max_positions`` positions, ``budget_ms`` milliseconds and ``max_bytes``
     of estimated memory. ``nullable_over_hole``: whether the constraint walks a top that may end
-    at once over the hole (``EngineTuning.relative_nullable``). With
+    at once over the hole (``EngineTuning.relative_nullable``). ``started``: the
+    ``time.perf_counter()`` the budget is counted from (the compile's start, so that it covers
+    building the machines too; now where not given). With
     ``complete``, a LimitError where a limit stopped the exploration and a ConstraintError
     where some part can only be computed at first use, both naming what stays lazy."""
-    started = time.perf_counter()
+    if started is None:
+        started = time.perf_counter()
     report = CompileReport()
     with c._lock:
         _explore(c, report, max_positions, started + budget_ms / 1000, max_bytes, nullable_over_hole)

@@ -3,9 +3,12 @@
 The blob is a zip of stored (uncompressed) members: ``header.npy`` (a JSON header as bytes: format
 version, the vocabulary's fingerprint, the grammar, the engine's terms, stacks and configurations,
 and the SHA-256 digest of every other member), the arrays of everything computed so far
-(``table.npy``, the transition table; ``mask_ids.npy`` and ``masks.npy``, the cached masks), and
-``seal``, the digest of the header: SHA-256, or HMAC-SHA256 where the caller saved with a key.
-Every member is covered, so a blob whose masks or tables were edited is refused, not served.
+(``table.npy``, the transition table; ``mask_ids.npy``, ``masks.npy`` and ``mask_rows.npy``, the
+cached masks: each distinct mask once, and per id its row), and ``seal``, the digest of the
+header: SHA-256, or HMAC-SHA256 where the caller saved with a key. Every member is covered, and
+the header names every member, so a blob whose masks or tables were edited, or that lost a
+member, is refused, not served. A blob without ``mask_rows.npy`` (saved before it was written)
+has one row per id.
 
 The per-position parts a compile ahead of time made (ahead.py), and the relative walks a
 constraint made at first use, are flat members too, so that a loaded compiled constraint assembles
@@ -81,6 +84,9 @@ VERSION = 2
 HEADER, TABLE, MASK_IDS, MASKS, SEAL = "header.npy", "table.npy", "mask_ids.npy", "masks.npy", "seal"
 _ARRAYS = (TABLE, MASK_IDS, MASKS)
 _MEMBERS = frozenset((HEADER, SEAL) + _ARRAYS)
+#: per cached mask, its row of ``masks.npy``, which then holds each distinct mask once: optional
+#: (a blob saved before it was written has one row per mask id, in order)
+MASK_ROWS = "mask_rows.npy"
 #: the per-position parts (see the module docstring): optional, all or none (a version 2 blob
 #: saved before they were written has none)
 PARTS, PART_DENSE, PART_SPARSE = "parts.npy", "part_dense.npy", "part_sparse.npy"
@@ -88,6 +94,10 @@ EXITS, EXIT_NODES = "exits.npy", "exit_nodes.npy"
 CROSSINGS, CROSSING_KEYS, CROSSING_IDS = "crossings.npy", "crossing_keys.npy", "crossing_ids.npy"
 _PART_ARRAYS = (PARTS, PART_DENSE, PART_SPARSE, EXITS, EXIT_NODES, CROSSINGS, CROSSING_KEYS, CROSSING_IDS)
 _MEMBERS_WITH_PARTS = _MEMBERS | frozenset(_PART_ARRAYS)
+#: the sets of members a version 2 blob may have
+_MEMBER_SETS = tuple(
+    base | extra for base in (_MEMBERS, _MEMBERS_WITH_PARTS) for extra in (frozenset(), frozenset({MASK_ROWS}))
+)
 #: columns of the 2-D part members: a part's (configuration, kind, dense mask or -1, end of its
 #: sparse words, end of its exit groups); an exit group's (level, end of its nodes); a
 #: crossing's (end of its key, end of its token ids, end of its exit groups)
@@ -105,6 +115,7 @@ _LAYOUT = {
     TABLE: ("<i4", 2),
     MASK_IDS: ("<i8", 1),
     MASKS: ("<i4", 2),
+    MASK_ROWS: ("<i8", 1),
     PARTS: ("<i8", 2),
     PART_DENSE: ("<i4", 2),
     PART_SPARSE: ("<i4", 2),
@@ -154,8 +165,16 @@ def save_constraint(c: Constraint, *, key: bytes | None = None) -> bytes:
     rows, cached = snap.rows, snap.masks
     header = _header_data(c, snap.n_terms, snap.n_stacks, snap.n_configs)
     mask_ids = np.asarray([cid for cid, _ in cached], dtype="<i8")
-    masks = np.stack([w for _, w in cached]).astype("<i4") if cached else np.zeros((0, c.mask_words_per_row), "<i4")
-    members = {TABLE: _npy(rows), MASK_IDS: _npy(mask_ids), MASKS: _npy(masks)}
+    # each distinct mask once (configurations share masks: mask_store.py), in order of first use
+    row_of: dict[bytes, int] = {}
+    distinct: list[np.ndarray] = []
+    mask_rows = np.zeros(len(cached), dtype="<i8")
+    for i, (_, w) in enumerate(cached):
+        mask_rows[i] = row_of.setdefault(w.tobytes(), len(distinct))
+        if mask_rows[i] == len(distinct):
+            distinct.append(w)
+    masks = np.stack(distinct).astype("<i4") if distinct else np.zeros((0, c.mask_words_per_row), "<i4")
+    members = {TABLE: _npy(rows), MASK_IDS: _npy(mask_ids), MASKS: _npy(masks), MASK_ROWS: _npy(mask_rows)}
     members.update(_part_members(snap.parts, c.mask_words_per_row))
     header["spine_refused"] = snap.parts.spine_refused
     if c.report is not None:
@@ -323,12 +342,20 @@ def _load(blob: object, vocab: Vocab, limits: EngineLimits, key: bytes | None, t
         raise VocabError("the saved constraint was compiled for another vocabulary")
     digests = _field(header, "digests", dict)
     with_parts = PARTS in members
-    for name in _ARRAYS + (_PART_ARRAYS if with_parts else ()):
+    # the sealed header names every member saved: one taken away (the rows of shared masks, say,
+    # which would give the masks to other ids) is refused, not read as an older blob
+    if set(digests) != set(members) - {HEADER, SEAL}:
+        raise ConstraintError("saved constraint's members are not the ones its header names: corrupt or altered")
+    for name in _ARRAYS + (_PART_ARRAYS if with_parts else ()) + ((MASK_ROWS,) if MASK_ROWS in members else ()):
         if not hmac.compare_digest(hashlib.sha256(members[name]).hexdigest(), str(digests.get(name))):
             raise ConstraintError(f"saved constraint's {name} fails its digest: corrupt or altered")
     table = _array(TABLE, members[TABLE])
     mask_ids = _array(MASK_IDS, members[MASK_IDS])
     masks = _array(MASKS, members[MASKS])
+    if MASK_ROWS in members:
+        mask_rows = _array(MASK_ROWS, members[MASK_ROWS])
+    else:
+        mask_rows = np.arange(masks.shape[0], dtype=np.int64)
 
     grammar = grammar_from_data(_field(header, "grammar", dict))
     m = _field(header, "machines", dict)
@@ -376,8 +403,13 @@ def _load(blob: object, vocab: Vocab, limits: EngineLimits, key: bytes | None, t
         )
     if table.size and (int(table.min()) < UNKNOWN or int(table.max()) >= n_configs or table[0].any()):
         raise ConstraintError("saved constraint is corrupt (table targets outside its configurations)")
-    if masks.shape != (mask_ids.size, words):
+    if masks.ndim != 2 or masks.shape[1] != words or mask_rows.size != mask_ids.size:
         raise ConstraintError(f"saved constraint is corrupt (masks of shape {masks.shape}, {mask_ids.size} x {words})")
+    # every row a mask of some id, each id's row one that exists: no row is there to bloat the blob
+    if mask_rows.size and (int(mask_rows.min()) < 0 or int(mask_rows.max()) >= masks.shape[0]):
+        raise ConstraintError("saved constraint is corrupt (mask rows)")
+    if np.unique(mask_rows).size != masks.shape[0]:
+        raise ConstraintError("saved constraint is corrupt (masks no id refers to)")
     if mask_ids.size and (
         int(mask_ids.min()) < 0 or int(mask_ids.max()) >= n_configs or np.unique(mask_ids).size != mask_ids.size
     ):
@@ -399,7 +431,7 @@ def _load(blob: object, vocab: Vocab, limits: EngineLimits, key: bytes | None, t
         raise ConstraintError("saved constraint is corrupt (refused splits)")
     c = cls(grammar, vocab, machines, system, limits, tuning)
     # the caller's cache bound holds from the start: the saved masks past it are not kept
-    c.restore(table, zip(mask_ids.tolist(), masks))
+    c.restore(table, ((cid, masks[row]) for cid, row in zip(mask_ids.tolist(), mask_rows.tolist())))
     if with_parts:
         positions, crossings = _read_parts(members, c, n_terms, limits)
         c.restore_parts(ConstraintParts(positions, [], crossings, refused), report)
@@ -577,7 +609,7 @@ def _read_members(blob: object, limits: EngineLimits) -> dict[str, bytes]:
         raise ConstraintError(f"not a saved structgen constraint ({e})") from e
     infos = zf.infolist()
     names = [info.filename for info in infos]
-    if len(names) != len(set(names)) or set(names) not in (_MEMBERS, _MEMBERS_WITH_PARTS):
+    if len(names) != len(set(names)) or set(names) not in _MEMBER_SETS:
         if set(names) == _VERSION_1_MEMBERS:
             raise ConstraintError(
                 f"saved constraint has format version 1, this structgen reads {VERSION}: save it again"

@@ -33,6 +33,7 @@ from .deep import deep_recursion
 from .limits import DEFAULT_ENGINE_LIMITS, EngineLimits
 from .machines import Machines, build_machines, token_symbol
 from .mask_sources import Answer, CountTwins, MaskSource, Partial, PrecomputedPositions, Walks
+from .mask_store import MASK_ENTRY_BYTES, MaskPool, SharedMasks
 from .masks import pack_ids, pack_ids_onto, unpack, words_for
 from .relative_masks import RelativeMasks
 from .shared_walks import Exits
@@ -79,7 +80,9 @@ class Constraint:
         self._eos = np.asarray([e for e in vocab.eos_token_ids if e < self._width], dtype=np.int64)
         self._eos_set = frozenset(self._eos.tolist())
         self._atom_ids = self._resolve_atoms(machines.token_atoms)
-        self._masks: dict[int, np.ndarray] = {}
+        #: every cached mask below is held once per distinct content (mask_store.py)
+        self._mask_pool = MaskPool()
+        self._masks: dict[int, np.ndarray] = SharedMasks(self._mask_pool)
         self._commits: dict[tuple[int, int], int] = {}
         self._atom_steps: dict[tuple[int, int], int] = {}
         self._text_index: dict[bytes, int] | None = None
@@ -93,10 +96,10 @@ class Constraint:
         self._clamp = CountClamp(system, lambda: byte_limits_for(vocab), tuning=tuning)
         self._budget_clamp = CountClamp(system, lambda: byte_limits_for(vocab), keep_lengths=True, tuning=tuning)
         #: masks of bottom positions precomputed by ``mode="aot"`` (ahead.py), kept compact
-        self._positions = PositionMasks(self._words)
+        self._positions = PositionMasks(self._words, self._mask_pool)
         walks = Walks(system, machines.store, self._table, self._trie, self._width)
-        self._relative_masks = RelativeMasks(walks, self._positions, tuning, limits.max_cached_masks)
-        self._counted_masks = CountedMasks(walks, tuning, limits.max_cached_masks)
+        self._relative_masks = RelativeMasks(walks, self._positions, tuning, limits.max_cached_masks, self._mask_pool)
+        self._counted_masks = CountedMasks(walks, tuning, limits.max_cached_masks, self._mask_pool)
         #: the mask sources in pipeline order (mask_sources.py): each answers for some configurations
         self.mask_sources: tuple[MaskSource, ...] = (
             CountTwins(self._clamp, self._compute_mask),
@@ -158,6 +161,7 @@ class Constraint:
             raise ConstraintError(f"complete must be a bool and needs mode='aot', not {complete!r} with {mode!r}")
         check_tuning(tuning)
         with deadline_scope(limits.deadline_s, limit="deadline_s"):
+            started = time.perf_counter()  # the budget of a compile ahead covers the machines too
             machines = build_machines(grammar)
             system = ConfigSystem(
                 machines,
@@ -168,7 +172,7 @@ class Constraint:
             kind = DynamicConstraint if mode == "lazy" and cls is Constraint else cls
             c = kind(grammar, vocab, machines, system, limits, tuning)
             if mode == "aot":
-                until = time.perf_counter() + limits.aot_budget_ms / 1000
+                until = started + limits.aot_budget_ms / 1000
                 c.report = compile_ahead(
                     c,
                     max_positions=limits.aot_max_positions,
@@ -176,6 +180,7 @@ class Constraint:
                     max_bytes=limits.aot_max_bytes,
                     nullable_over_hole=tuning.relative_nullable,
                     complete=complete,
+                    started=started,
                 )
                 # whole configurations in what is left of the budget: lookups, not assemblies
                 c.precompute(limits.aot_max_configs, until=until, max_bytes=limits.aot_max_bytes)
@@ -635,14 +640,16 @@ class Constraint:
     # -- statistics -----------------------------------------------------------------------------
 
     def memory_bytes(self) -> int:
-        """Estimated bytes this constraint holds: its transition table and cached masks as
-        allocated, and its interned parse state (configurations, stacks, terms, with what is
-        remembered about each) at a cost per item measured with tracemalloc (``MEMORY_PER_*``).
+        """Estimated bytes this constraint holds: its transition table as allocated, its cached
+        masks once per distinct mask (mask_store.py) with a cost per entry, and its interned
+        parse state (configurations, stacks, terms, with what is remembered about each) at a
+        cost per item measured with tracemalloc (``MEMORY_PER_*``).
         Counted from sizes alone, so cheap enough to check after every step."""
         system = self._system
         return (
             self._table.rows.nbytes
-            + len(self._masks) * self._words * 4
+            + self._mask_pool.nbytes
+            + len(self._masks) * MASK_ENTRY_BYTES
             + sum(source.nbytes() for source in self.mask_sources)
             + len(system.configs) * MEMORY_PER_CONFIG
             + len(system.stack_top) * MEMORY_PER_STACK

@@ -32,6 +32,7 @@ from .counters import (
 )
 from .loop_regions import LoopRegion
 from .mask_sources import Answer, ByteBudget, ByteMemo, Partial, Walks
+from .mask_store import MaskPool
 from .tuning import EngineTuning
 
 _NO_IDS = np.zeros(0, dtype=np.int64)
@@ -42,12 +43,12 @@ class CountedMasks:
 
     switch = "counted_masks"
 
-    def __init__(self, walks: Walks, tuning: EngineTuning, max_entries: int) -> None:
+    def __init__(self, walks: Walks, tuning: EngineTuning, max_entries: int, pool: MaskPool) -> None:
         self._system, self._store, self._table, self._trie, self._width = walks
         self.tuning = tuning
         self.budget = ByteBudget(tuning.counted_memo_bytes)
         #: (base, unit, lo, hi) -> the packed mask of those bounds
-        self._words = ByteMemo(self.budget, max_entries)
+        self._words = ByteMemo(self.budget, max_entries, pool)
         #: configuration -> (head, unit counts, base configuration), or None where not counted
         self.entries: dict[int, tuple[CountedHead, UnitCounts, int] | None] = {}
         self.units: dict[tuple[int, int | None], UnitCounts | None] = {}

@@ -31,6 +31,7 @@ from .ahead import PositionMasks
 from .configs import ConfigSystem
 from .count_clamp import CountClamp
 from .loop_regions import LoopRegion
+from .mask_store import MASK_ENTRY_BYTES, MaskPool
 from .masks import pack_ids, pack_ids_onto
 from .table import TransitionTable
 from .terms import TermStore
@@ -88,17 +89,25 @@ class ByteBudget:
 class ByteMemo(dict[Any, Any]):
     """A memo that forgets its oldest entries (first in, first out) past ``max_entries``, or while
     the memos sharing its ``budget`` hold more than the budget's bytes. Read as a dict; written
-    by :meth:`put` only, which counts the entry's bytes (:func:`structgen.caches.deep_bytes`)."""
+    by :meth:`put` only, which counts the entry's bytes (:func:`structgen.caches.deep_bytes`).
+    With a ``pool``, each value is a packed mask or a tuple whose first item is one: the mask is
+    held once per distinct content (mask_store.py), and the pool's bytes count it, not the memo."""
 
-    def __init__(self, budget: ByteBudget, max_entries: int) -> None:
+    def __init__(self, budget: ByteBudget, max_entries: int, pool: MaskPool | None = None) -> None:
         super().__init__()
         self.budget = budget
         self.max_entries = max_entries
+        self.pool = pool
         self._sizes: dict[Any, int] = {}
 
     def put(self, key: Any, value: Any) -> None:
         self.forget(key)
         size = deep_bytes(value)
+        if self.pool is not None:
+            words = value[0] if isinstance(value, tuple) else value
+            shared = self.pool.intern(words)
+            value = (shared,) + value[1:] if isinstance(value, tuple) else shared
+            size += MASK_ENTRY_BYTES - words.nbytes
         budget = self.budget
         while self and (len(self) >= self.max_entries or budget.used + size > budget.limit):
             self.forget(next(iter(self)))
@@ -108,8 +117,10 @@ class ByteMemo(dict[Any, Any]):
 
     def forget(self, key: Any) -> None:
         if key in self:
-            del self[key]
+            value = self.pop(key)
             self.budget.used -= self._sizes.pop(key)
+            if self.pool is not None:
+                self.pool.release(value[0] if isinstance(value, tuple) else value)
 
 
 class CountTwins:

@@ -23,6 +23,7 @@ import numpy as np
 from . import shared_walks
 from .ahead import PositionMasks
 from .mask_sources import Answer, ByteBudget, ByteMemo, Partial, Walks, region_words
+from .mask_store import MaskPool
 from .shared_walks import Exits
 from .terms import ALT_K, BYTES_K, EMPTY, HAS_POSS, HAS_SYM, REPEAT_K, SEQ_K
 from .tuning import EngineTuning
@@ -35,13 +36,15 @@ class RelativeMasks:
 
     switch = "relative_walks"
 
-    def __init__(self, walks: Walks, positions: PositionMasks, tuning: EngineTuning, max_entries: int) -> None:
+    def __init__(
+        self, walks: Walks, positions: PositionMasks, tuning: EngineTuning, max_entries: int, pool: MaskPool
+    ) -> None:
         self._system, self._store, self._table, self._trie, self._width = walks
         self._positions = positions
         self.tuning = tuning
         self.budget = ByteBudget(tuning.relative_memo_bytes)
         #: relative configuration -> its packed mask and exits
-        self.relative = ByteMemo(self.budget, max_entries)
+        self.relative = ByteMemo(self.budget, max_entries, pool)
         #: (relative configuration, tops crossed) -> the tokens and exits of the walk from its
         #: exits over the last top (see ``crossing``)
         self.crossings = ByteMemo(self.budget, max_entries)
