@@ -95,9 +95,12 @@ def test_engine_agrees_on_the_table(src: str, prefix: str, spec: str) -> None:
     assert engine_allowed(state) == allowed(spec)
 
 
-@pytest.mark.xfail(strict=True, reason="the engine's emptiness search counts a recursive rule's symbol as non-empty")
-def test_engine_in_a_recursive_context() -> None:
-    src, prefix, spec = RECURSIVE_CASES[0]
+# the engine refuses left recursion: those cases stay the matcher's
+ENGINE_RECURSIVE_CASES = RECURSIVE_CASES[:5]
+
+
+@pytest.mark.parametrize("src, prefix, spec", ENGINE_RECURSIVE_CASES)
+def test_engine_in_a_recursive_context(src: str, prefix: str, spec: str) -> None:
     state = Constraint.compile(Grammar.from_glrm(src), BYTE_VOCAB).start()
     assert all(state.commit_token(b) for b in prefix.encode())
     assert engine_allowed(state) == allowed(spec)
@@ -189,7 +192,7 @@ def test_matcher_equals_engine_on_non_recursive_grammars(src: str, choices: list
     _walk(src, choices, exact=True)
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_sources(recursive=True), st.lists(st.integers(0, 2**16), min_size=1, max_size=10))
-def test_matcher_within_engine_on_recursive_grammars(src: str, choices: list[int]) -> None:
-    _walk(src, choices, exact=False)
+def test_matcher_equals_engine_on_recursive_grammars(src: str, choices: list[int]) -> None:
+    _walk(src, choices, exact=True)
