@@ -30,6 +30,7 @@ from .configs import DEAD, ConfigSystem
 from .count_clamp import CountClamp, byte_limits_for
 from .counted_masks import CountedMasks
 from .deep import deep_recursion
+from .lexeme_frames import for_machines
 from .limits import DEFAULT_ENGINE_LIMITS, EngineLimits
 from .machines import Machines, build_machines, token_symbol
 from .mask_sources import Answer, CountTwins, MaskSource, Partial, PrecomputedPositions, Walks
@@ -80,6 +81,8 @@ class Constraint:
         self._eos = np.asarray([e for e in vocab.eos_token_ids if e < self._width], dtype=np.int64)
         self._eos_set = frozenset(self._eos.tolist())
         self._atom_ids = self._resolve_atoms(machines.token_atoms)
+        #: decides configurations the steps cannot (a greedy lexeme ending into another machine)
+        self._liveness = for_machines(machines, system, limits.max_liveness_states)
         #: every cached mask below is held once per distinct content (mask_store.py)
         self._mask_pool = MaskPool()
         self._masks: dict[int, np.ndarray] = SharedMasks(self._mask_pool)
@@ -227,7 +230,21 @@ class Constraint:
         if m is not None:
             return m
         with self._lock:
-            return self._compute_mask(cid)
+            words = self._compute_mask(cid)
+            if self._liveness is not None:
+                words = self._live_words(cid, words)
+            return words
+
+    def _live_words(self, cid: int, words: np.ndarray) -> np.ndarray:
+        """``words`` without the tokens after which no sentence exists (lexeme_frames.py)."""
+        ids = np.flatnonzero(unpack(words, self._width))
+        eos = self._eos_set if self._system.accepting(cid) else frozenset()
+        keep = np.asarray([t for t in ids.tolist() if t in eos or self.commit(cid, t) != DEAD], dtype=np.int64)
+        if len(keep) != len(ids):
+            words = pack_ids(keep, self._width)
+            words.flags.writeable = False
+        self._remember_mask(cid, words)
+        return words
 
     @deep_recursion
     def _compute_mask(self, cid: int) -> np.ndarray:
@@ -490,6 +507,8 @@ class Constraint:
             if hit != negated and not (negated and token_id in self._eos_set):
                 nxt = self._atom_step(cid, k)
                 target = self._system.union(target, nxt)
+        if target != DEAD and self._liveness is not None and not self._liveness.live(target):
+            target = DEAD
         self._commits[key] = target
         return target
 
@@ -788,6 +807,8 @@ class State:
         words = (
             self._c.mask_words_within(self.config, budget) if budget is not None else self._c.mask_words(self.config)
         )
+        if budget is not None and self._c._liveness is not None:
+            words = words & self._c.mask_words(self.config)
         self._c._check_memory()
         return words
 

@@ -44,6 +44,10 @@ class EngineLimits:
     #: Seconds :meth:`~structgen.Constraint.compile` may take, ``mode="aot"``'s precomputation
     #: included (None: no bound); past it, a LimitError names ``deadline_s``.
     deadline_s: float | None = None
+    #: (term, next event) pairs whose exits one constraint may summarise where a greedy lexeme
+    #: ends into another rule (structgen/engine/lexeme_frames.py): a few hundred per top term
+    #: reached, so a small GLRM grammar uses thousands; past it, a LimitError, never a wrong mask.
+    max_liveness_states: int = 2_000_000
 
     def __post_init__(self) -> None:
         check_limit_fields(self, {"aot_max_configs": 0}, skip=("deadline_s",))
