@@ -50,28 +50,10 @@ def rss_bytes() -> int:
     return 0
 
 
-def greedy_tokens(vocab: Any, text: bytes) -> list[int]:
-    """Longest-match tokenization over the vocabulary's text tokens."""
-    index: dict[bytes, int] = {}
-    for i in range(vocab.n_tokens):
-        if vocab.is_text[i]:
-            index.setdefault(vocab.token_bytes(i), i)
-    longest = int(vocab.lengths.max())
-    out, pos = [], 0
-    while pos < len(text):
-        for n in range(min(longest, len(text) - pos), 0, -1):
-            t = index.get(text[pos : pos + n])
-            if t is not None:
-                out.append(t)
-                pos += n
-                break
-        else:
-            raise ValueError(f"cannot tokenize {text[pos : pos + 8]!r}")
-    return out
-
-
 def case_tokens(case: str, vocab: Any, n: int) -> tuple[Any, list[int]]:
     """The grammar of ``case`` and at least ``n`` tokens of a valid prefix."""
+    from engine_support import greedy_tokens  # the tests' longest-match tokenizer (tests/ is on the path)
+
     from structgen import Grammar
     from structgen.schema import json_schema_to_grammar
 
@@ -146,6 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--structgen-from", default=None, metavar="DIR", help="import structgen from this checkout")
     args = ap.parse_args(argv)
     sys.path.insert(0, str(REPO_ROOT))
+    sys.path.insert(1, str(REPO_ROOT / "tests"))
     if args.structgen_from:
         sys.path.insert(0, str(pathlib.Path(args.structgen_from).resolve()))
     import structgen
