@@ -277,23 +277,14 @@ LEXEME_DIFFERENCES = [
 ]
 
 
-@pytest.mark.parametrize(
-    "src, cases",
-    [
-        pytest.param(
-            src,
-            cases,
-            id=name,
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="glrmask terminals are longest-match over the input; ir.Lexeme looks one byte ahead",
-            ),
-        )
-        for name, src, cases in LEXEME_DIFFERENCES
-    ],
-)
-def test_lexeme_semantics_differences(src: str, cases: dict[str, list]) -> None:
-    check(src, cases)
+@pytest.mark.parametrize("name, src, cases", LEXEME_DIFFERENCES, ids=[c[0] for c in LEXEME_DIFFERENCES])
+def test_lexeme_semantics_differ_from_glrmask(name: str, src: str, cases: dict[str, list]) -> None:
+    """The listed verdicts are glrmask's (longest match over the input); structgen's lexemes look
+    one byte ahead, so on some input of each case its verdict is another (a deliberate
+    difference, documented, not a failure)."""
+    grammar = Grammar.from_glrm(src)
+    differs = [t for verdict, inputs in cases.items() for t in inputs if matcher_verdict(grammar, t) != verdict]
+    assert differs, name
 
 
 @pytest.mark.parametrize("name, src, cases", LEXEME_DIFFERENCES, ids=[c[0] for c in LEXEME_DIFFERENCES])
