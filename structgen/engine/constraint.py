@@ -230,10 +230,7 @@ class Constraint:
         if m is not None:
             return m
         with self._lock:
-            words = self._compute_mask(cid)
-            if self._liveness is not None:
-                words = self._live_words(cid, words)
-            return words
+            return self._compute_mask(cid)
 
     def _live_words(self, cid: int, words: np.ndarray) -> np.ndarray:
         """``words`` without the tokens after which no sentence exists (lexeme_frames.py)."""
@@ -243,7 +240,6 @@ class Constraint:
         if len(keep) != len(ids):
             words = pack_ids(keep, self._width)
             words.flags.writeable = False
-        self._remember_mask(cid, words)
         return words
 
     @deep_recursion
@@ -261,6 +257,9 @@ class Constraint:
             region, ids = self._table.walk_parts(cid, self._trie)
             found = Partial(None if region is None else region.words(self._trie, self._width), ids)
         words = self._finish(cid, found)
+        if self._liveness is not None:
+            # filtered before it is cached: a reader outside the lock never sees the unfiltered mask
+            words = self._live_words(cid, words)
         self._remember_mask(cid, words)
         return words
 
