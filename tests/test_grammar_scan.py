@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from ir_strategies import ir_trees
 
 from structgen.grammar import ir
 from structgen.grammar.grammar import _scan
@@ -23,17 +24,7 @@ _leaves = st.one_of(
 )
 
 
-def _grow(children: st.SearchStrategy[ir.Node]) -> st.SearchStrategy[ir.Node]:
-    lists = st.lists(children, min_size=0, max_size=4)
-    return st.one_of(
-        lists.map(lambda xs: ir.Seq(tuple(xs))),
-        lists.map(lambda xs: ir.Alt(tuple(xs))),
-        st.tuples(children, st.integers(0, 2)).map(lambda t: ir.Repeat(t[0], t[1], t[1] + 1)),
-        children.map(ir.Lexeme),
-        st.tuples(children, children).map(lambda t: ir.Difference(*t)),
-        st.tuples(children, children).map(lambda t: ir.Intersection(*t)),
-        children.map(lambda c: ir.Seq((c, ir.lit("x"), c))),  # a shared subtree
-    )
+_trees = ir_trees(_leaves, lambda c: ir.Seq((c, ir.lit("x"), c)))  # a shared subtree
 
 
 def _setops(node: ir.Node) -> bool:
@@ -44,7 +35,7 @@ def _setops(node: ir.Node) -> bool:
 
 
 @settings(max_examples=400, deadline=None)
-@given(st.recursive(_leaves, _grow, max_leaves=30))
+@given(_trees)
 def test_scan_is_depth_refs_and_setops(node: ir.Node) -> None:
     assert _scan(node) == (ir.depth(node), ir.refs(node), _setops(node))
 
