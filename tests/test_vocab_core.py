@@ -69,6 +69,14 @@ def test_eos_is_special_and_logit_width() -> None:
         Vocab([b"x", b"y"], logit_width=1)
 
 
+@pytest.mark.parametrize("bad", ["64", 64.0, 2.5, True, None.__class__])
+def test_logit_width_takes_only_integers(bad: object) -> None:
+    # int() used to turn "64" and 64.9 into widths; ids and widths take integers only
+    with pytest.raises(VocabError, match="logit_width"):
+        Vocab([b"x", b"y"], logit_width=bad)  # type: ignore[arg-type]
+    assert Vocab([b"x", b"y"], logit_width=np.int64(8)).logit_width == 8
+
+
 @pytest.mark.parametrize(
     "kwargs, match",
     [

@@ -118,6 +118,9 @@ class Vocab:
         name: str,
     ) -> None:
         n = len(offsets) - 1
+        integral = isinstance(logit_width, (int, np.integer)) and not isinstance(logit_width, bool)
+        if logit_width is not None and not integral:
+            raise VocabError(f"logit_width {logit_width!r} is not an integer")
         width = n if logit_width is None else int(logit_width)
         if width < n:
             raise VocabError(f"logit_width {width} is smaller than the number of tokens {n}")
