@@ -46,6 +46,7 @@ from .grammar import Grammar
 from .integrations.protocol import Runtime, as_runtime, runtime_lock
 from .output_types import resolve_output
 from .partials import PartialReader
+from .prompts.messages import check_messages, check_text, is_chat
 from .sampling import Sampler, SamplingOptions
 
 DEFAULT_MAX_TOKENS = 512
@@ -381,6 +382,9 @@ def _prepare(
     merged.update(schema_kwargs)
     t0 = time.perf_counter()
     spec = resolve_output(output_type, merged)
+    # checked here, not only by each runtime, so that a runtime of the caller's own gets a prompt
+    # of the documented shape or none
+    prompt = check_messages(prompt) if is_chat(prompt) else check_text(prompt)
     prompt_ids = runtime.encode_prompt(prompt)
     job = Generation(runtime, prompt_ids, [Segment(spec.grammar, opts.max_tokens, "output")], spec.parse, opts)
     job.stats.prepare_seconds = time.perf_counter() - t0

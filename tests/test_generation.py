@@ -232,6 +232,15 @@ def test_unknown_model_object():
         generate(object(), words_grammar(), "p")
 
 
+@pytest.mark.parametrize(
+    "prompt", [None, 5, [{"role": 5}], [{"role": "user"}], [], b"\xff", [{"role": "user", "content": 3}]]
+)
+def test_a_malformed_prompt_is_refused_before_the_runtime_sees_it(vocab, prompt):
+    # a runtime of the caller's own got the prompt unchecked (TypeError, KeyError inside it)
+    with pytest.raises(StructgenError, match="prompt|message"):
+        generate(ScriptedRuntime(vocab, "abc"), words_grammar(), prompt)
+
+
 def test_chat_prompt_needs_a_runtime_with_a_template(vocab):
     rt = PrefixLogitsRuntime(vocab, lambda ids: np.zeros(vocab.logit_width, dtype=np.float32))
     with pytest.raises(StructgenError, match="string prompt"):
