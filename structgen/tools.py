@@ -102,6 +102,11 @@ class Tool:
         if not isinstance(params, dict):
             raise ToolDefinitionError("'parameters' must be a JSON Schema object", tool=tool_name)
         params = normalize_tool_parameters(params)
+        kinds = params.get("type")
+        if kinds is not None and "object" not in (kinds if isinstance(kinds, list) else [kinds]):
+            # a call's arguments are a JSON object in every call format; a string or array schema
+            # made calls that could not be read back
+            raise ToolDefinitionError(f"'parameters' must describe an object, not type {kinds!r}", tool=tool_name)
         try:
             validator = json_schema_parser(params)
         except Exception as e:  # jsonschema.SchemaError and friends

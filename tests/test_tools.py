@@ -220,6 +220,14 @@ def test_bad_openai_definitions():
         Tool.from_openai({"name": "t", "parameters": "not a schema"})
 
 
+@pytest.mark.parametrize("kind", ["string", "array", ["string", "null"], "integer"])
+def test_parameters_that_are_not_an_object_are_refused(kind):
+    # the model was let write `"arguments": "..."`, which no call format reads back
+    with pytest.raises(ToolDefinitionError, match="must describe an object"):
+        Tool.from_openai({"name": "t", "parameters": {"type": kind}})
+    assert Tool.from_openai({"name": "t", "parameters": {"type": ["object", "null"]}}).name == "t"
+
+
 # -- the call schema ------------------------------------------------------------------------
 
 
