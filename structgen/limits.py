@@ -44,9 +44,14 @@ class GrammarLimits:
     max_rules: int = 200_000
     #: Largest finite repetition count (``{n,m}``) accepted in grammar text (0 allows only ``{0}``).
     max_repeat: int = 1_000_000
+    #: Largest written-out expansion of a GLRM separated sequence ``sep ~ (...)``, in nodes; past
+    #: it the expansion shares its tails through helper rules (linear, one rule per item). Written
+    #: out is what glrmask's own expansion looks like and costs nothing at 256 nodes (a dozen
+    #: items); 0 always takes the helper rules (tests check both forms mean the same).
+    separated_inline_nodes: int = 256
 
     def __post_init__(self) -> None:
-        check_limit_fields(self, {"max_repeat": 0})
+        check_limit_fields(self, {"max_repeat": 0, "separated_inline_nodes": 0})
 
 
 DEFAULT_GRAMMAR_LIMITS = GrammarLimits()

@@ -14,7 +14,7 @@ from glrmask_oracle import TOKEN_BASE, VOCAB_SIZE, Oracle, completes_within, mat
 
 from structgen import Grammar, GrammarError, LimitError
 from structgen.grammar import ir
-from structgen.limits import GrammarLimits
+from structgen.limits import DEFAULT_GRAMMAR_LIMITS, GrammarLimits
 
 try:
     import glrmask
@@ -24,8 +24,14 @@ except ImportError:  # the comparisons with glrmask are skipped, the hard-coded 
 END = TOKEN_BASE  # the extra token id extern-token cases bind
 
 
-def check(src: str, cases: dict[str, list], bindings: dict | None = None, oracle_bindings: dict | None = None) -> None:
-    grammar = Grammar.from_glrm(src)
+def check(
+    src: str,
+    cases: dict[str, list],
+    bindings: dict | None = None,
+    oracle_bindings: dict | None = None,
+    limits: GrammarLimits = DEFAULT_GRAMMAR_LIMITS,
+) -> None:
+    grammar = Grammar.from_glrm(src, limits=limits)
     if bindings:
         grammar = grammar.bind(**bindings)
     oracle = Oracle(src, oracle_bindings or bindings) if glrmask is not None else None
@@ -736,13 +742,9 @@ def test_binding_a_grammar_that_has_its_own_externs() -> None:
 
 
 @pytest.mark.parametrize("src, cases", [pytest.param(s, c, id=n) for n, s, c in CASES if n.startswith("separated")])
-def test_separated_sequences_through_helper_rules(
-    src: str, cases: dict[str, list], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from structgen.grammar import glrm_separated
-
-    monkeypatch.setattr(glrm_separated, "SEPARATED_INLINE_LIMIT", 0)  # the linear form long lists get
-    check(src, cases)
+def test_separated_sequences_through_helper_rules(src: str, cases: dict[str, list]) -> None:
+    # the linear form long lists get, on every short case
+    check(src, cases, limits=GrammarLimits(separated_inline_nodes=0))
 
 
 def test_long_separated_sequences_stay_linear() -> None:

@@ -389,7 +389,7 @@ class _Lowering:
             items = [(p, lo, hi) for p, (_x, lo, hi) in zip(parts[1:], e.items)]
             empty_items = [_is_empty(x) for x, _lo, _hi in e.items]
             items = prepare_items(items, empty_items, lambda x: node_nullable(x, self.rule_nullable), self.non_empty.of)
-            return separated(parts[0], items, e.at_least_one, self.helper_rule)
+            return separated(parts[0], items, e.at_least_one, self.helper_rule, self.limits.separated_inline_nodes)
         raise self.error("an fa { ... } body must be a whole declaration body", e.offset)
 
     def helper_rule(self, body: ir.Node) -> ir.Node:

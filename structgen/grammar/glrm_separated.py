@@ -18,9 +18,6 @@ from collections.abc import Callable
 
 from . import ir
 
-#: Above this many nodes the expansion of ``sep ~ (...)`` uses helper rules (it stays linear).
-SEPARATED_INLINE_LIMIT = 256
-
 Item = tuple[ir.Node, int, "int | None"]
 
 
@@ -142,6 +139,7 @@ def separated(
     items: list[Item],
     at_least_one: bool,
     helper_rule: Callable[[ir.Node], ir.Node],
+    inline_nodes: int,
 ) -> ir.Node:
     """``sep ~ (items)``: the present item occurrences in order, ``sep`` between each two.
 
@@ -158,7 +156,7 @@ def separated(
     def first(item: ir.Node, lo: int, hi: int | None) -> ir.Node:  # the first present: item (sep item)*
         return ir.seq(item, later(item, max(lo - 1, 0), None if hi is None else hi - 1))
 
-    if (leading + 1) * n <= SEPARATED_INLINE_LIMIT:
+    if (leading + 1) * n <= inline_nodes:
         choices: list[ir.Node] = []
         for j, (item, lo, hi) in enumerate(items):
             if hi == 0:
