@@ -67,6 +67,16 @@ class Tool:
     positional: tuple[str, ...] = ()  # positional-only parameters of `fn`
     _validator: Any = field(default=None, repr=False)
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.description, str):
+            raise ToolDefinitionError("a tool description is a string", tool=self.name)
+        # the chat template prints both; a lone surrogate failed inside the tokenizer instead
+        try:
+            self.description.encode("utf-8")
+            json.dumps(self.parameters, ensure_ascii=False, default=str).encode("utf-8")
+        except UnicodeEncodeError:
+            raise ToolDefinitionError("the description or parameters hold a lone surrogate", tool=self.name) from None
+
     @classmethod
     def from_function(cls, fn: Callable[..., Any], *, name: str | None = None, description: str | None = None) -> Tool:
         tool_name = name or getattr(fn, "__name__", None) or type(fn).__name__

@@ -354,7 +354,22 @@ def test_bad_options_are_refused_before_the_model(vocab, kwargs, match):
 
 
 @pytest.mark.parametrize(
-    "messages", ["hi", [], [{"content": "x"}], [{"role": "user", "content": 3}], [{"role": "user"}]]
+    "messages",
+    [
+        "hi",
+        [],
+        [{"content": "x"}],
+        [{"role": "user", "content": 3}],
+        [{"role": "user"}],
+        # a JSON "\ud800" escape decodes to a lone surrogate, which no tokenizer encodes (a 500 in
+        # the server before)
+        [{"role": "user", "content": "a \ud800 b"}],
+        [{"role": "user", "content": [{"type": "text", "text": "\udc00"}]}],
+        [
+            {"role": "user", "content": "x"},
+            {"role": "assistant", "tool_calls": [{"function": {"name": "add", "arguments": {"a\ud800": 1}}}]},
+        ],
+    ],
 )
 def test_bad_messages(vocab, messages):
     with pytest.raises(StructgenError, match="message"):
@@ -422,6 +437,13 @@ def test_smollm2_format_lists_calls_in_one_block(vocab):
     req = prepare_chat(ScriptedRuntime(vocab, "x"), USER, tools=TOOLS, call_format="smollm2")
     assert "<tools>{" in req.prompt_text and "</tools>" in req.prompt_text
     assert detect_format(None, "smollm2").name == "smollm2"
+
+
+def test_a_lone_surrogate_in_a_tool_description_is_refused(vocab):
+    # the template prints descriptions; the tokenizer raised UnicodeEncodeError on them
+    for fn in ({"name": "f", "description": "bad \ud800"}, {"name": "f", "parameters": {"description": "\udc00"}}):
+        with pytest.raises(StructgenError, match="lone surrogate"):
+            prepare_chat(ScriptedRuntime(vocab, "x"), USER, tools=[{"type": "function", "function": fn}])
 
 
 def test_malformed_tool_parameters_are_refused_before_the_prompt_is_rendered(vocab):

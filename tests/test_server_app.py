@@ -105,6 +105,10 @@ def test_bad_bodies(client):
     assert_error(post(client, {"model": "scripted"}), 400, "messages")
     assert_error(post(client, {"messages": USER, "model": "other"}), 404, "other")
     assert_error(post(client, {"messages": USER, "guided_json": PERSON}), 400, "guided_json")
+    # "\ud800" is valid JSON that decodes to a lone surrogate: a 500 from the tokenizer before
+    body = b'{"messages": [{"role": "user", "content": "a \\ud800"}]}'
+    response = client.post("/v1/chat/completions", content=body, headers={"content-type": "application/json"})
+    assert_error(response, 400, "lone surrogate")
 
 
 def test_body_size_limit(vocab):

@@ -30,7 +30,17 @@ def check_text(prompt: Any) -> str:
             raise StructgenError(f"the prompt is not valid UTF-8: {e}") from e
     if not isinstance(prompt, str):
         raise StructgenError(f"a prompt is a string or a list of chat messages, not {type(prompt).__name__}")
+    _check_unicode(prompt, "the prompt")
     return prompt
+
+
+def _check_unicode(text: str, where: str) -> None:
+    """Refuse text with a lone surrogate (a JSON ``"\\ud800"`` escape decodes to one): no
+    tokenizer can encode it, and it failed inside the runtime instead of here."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise StructgenError(f"{where} is not valid Unicode: it holds a lone surrogate") from None
 
 
 def check_messages(prompt: Any) -> list[dict[str, Any]]:
@@ -55,6 +65,8 @@ def check_messages(prompt: Any) -> list[dict[str, Any]]:
             ref = m.get("tool_call_id")
             if ref is not None and not isinstance(ref, str):
                 raise StructgenError(f"chat message {i}: 'tool_call_id' must be a string")
+        # every field a template may print, keys and tool-call arguments included
+        _check_unicode(json.dumps(msg, ensure_ascii=False, default=str), f"chat message {i}")
         out.append(msg)
     return out
 
