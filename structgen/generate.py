@@ -152,6 +152,11 @@ def generation_options(
     stops = (stop,) if isinstance(stop, str) else tuple(stop or ())
     if any(not isinstance(s, str) or not s for s in stops):
         raise StructgenError("stop must be a non-empty string or a list of them")
+    for s in stops:
+        try:
+            s.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate: no output text can ever contain it
+            raise StructgenError(f"stop string {s!r} is not valid Unicode: it holds a lone surrogate") from None
     ids = []
     for t in stop_token_ids or ():
         if isinstance(t, bool) or not isinstance(t, (int, np.integer)):

@@ -215,6 +215,8 @@ def test_logit_width_mismatch(vocab):
         {"seed": "x"},
         {"on_max_tokens": "truncate"},
         {"stop": [""]},
+        {"stop": "\ud800"},  # a lone surrogate: no output could ever hold it
+        {"stop": ["ok", "x\udc00"]},
     ],
 )
 def test_bad_options(vocab, options):
