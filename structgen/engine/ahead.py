@@ -42,14 +42,16 @@ what it covers is bounded by ``EngineLimits.aot_max_positions``, ``aot_budget_ms
 
 * a counted repetition above a caller (a ``maxLength`` string inside an array item): its mask is
   filtered from the walk of its unbounded repetition over that caller (``counted``; its unit
-  counts are precomputed);
+  counts are precomputed, and where the caller is the bottom frame, the whole mask of the
+  two-frame configuration, its *caller mask*, first of all: a value called from an object,
+  ``EngineTuning.shared_calls``, meets one per set of keys left);
 * the other counts of a repetition that may stop at once are not visited: at the bottom their
   masks are filtered from the sorted walk the first count's mask built (no trie walk; counted in
   ``filtered_counts``, not as lazy);
 * a configuration of several stacks (an ambiguous prefix: a key that is a listed name and a free
   string at once): walked whole at first use (``ambiguous``); its stacks' positions are explored;
 * a top that may end at once, where the constraint walks such tops with their callers
-  (``EngineTuning.relative_nullable`` off): ``caller-dependent``;
+  (``EngineTuning.relative_nullable`` off): ``caller-dependent`` (caller masks too);
 * positions past the limits: ``limit``.
 
 Cost: one relative walk per reachable top (a trie walk; shared across constraints of one

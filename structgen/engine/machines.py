@@ -379,11 +379,13 @@ def shared_rules(grammar: Grammar, min_continuations: int) -> frozenset[str]:
     a property's value in an object whose keys come in any order is followed by each set of
     keys left). Inlined, a position inside such a rule is a different top term for each
     continuation; called, it is one position over a caller for all of them (ahead.py
-    precomputes it once). Left out: the start rule and plain literals (``_build`` also leaves
-    out rules that may match nothing: a walk over the hole of a top that may end reads the
-    caller's bytes at once). None where ``min_continuations`` is 0, and none in a grammar with
-    a greedy lexeme: a lexeme next to a call needs the exit summaries of lexeme_frames.py,
-    which cost far more than the positions saved.
+    precomputes it once). Left out: the start rule, plain literals, and rules whose every
+    sentence does not end with a literal (:func:`_ends_closed`: a number may end after any
+    digit, and a top that may end over a caller is walked with that caller at first use, once
+    per caller configuration: on ``tree``, 14 walks along its stream became 34). ``_build``
+    also leaves out rules that may match nothing. None where ``min_continuations`` is 0, and
+    none in a grammar with a greedy lexeme: a lexeme next to a call needs the exit summaries of
+    lexeme_frames.py, which cost far more than the positions saved.
 
     Sequence heads (``, "key": value`` before each set of keys left) were tried as machines
     too: their common bytes (``, "``) then start one stack per head, and configurations of
@@ -404,6 +406,7 @@ def shared_rules(grammar: Grammar, min_continuations: int) -> frozenset[str]:
                     item = items[i]
                     if isinstance(item, ir.Ref) and item.name not in recursive:
                         continuations.setdefault(item.name, set()).add(items[i + 1 :])
+    closed: dict[str, bool] = {}
     return frozenset(
         name
         for name, after in continuations.items()
@@ -411,7 +414,31 @@ def shared_rules(grammar: Grammar, min_continuations: int) -> frozenset[str]:
         and name != grammar.start
         and name in rules
         and not isinstance(rules[name], ir.Literal)
+        and _ends_closed(ir.Ref(name), rules, recursive, closed)
     )
+
+
+def _ends_closed(node: ir.Node, rules: Any, recursive: frozenset[str], memo: dict[str, bool]) -> bool:
+    """Whether every sentence of ``node`` ends with a non-empty literal (a string's closing
+    quote, an array's bracket), read through references to regular rules: where it holds,
+    a rule's positions before its end are rarely ones where it may also end (a number may end
+    after any digit). Answers are remembered per rule; without recursion deeper than the
+    grammar's nesting of sequences and choices at their ends."""
+    if isinstance(node, ir.Literal):
+        return bool(node.data)
+    if isinstance(node, ir.Seq):
+        return bool(node.items) and _ends_closed(node.items[-1], rules, recursive, memo)
+    if isinstance(node, ir.Alt):
+        return bool(node.items) and all(_ends_closed(i, rules, recursive, memo) for i in node.items)
+    if isinstance(node, ir.Ref):
+        name = node.name
+        if name in recursive or name not in rules:
+            return False
+        if name not in memo:
+            memo[name] = False  # a rule that ends in itself is not closed
+            memo[name] = _ends_closed(rules[name], rules, recursive, memo)
+        return memo[name]
+    return False
 
 
 def build_machines(grammar: Grammar, store: TermStore | None = None, *, shared_calls: int = 0) -> Machines:
