@@ -42,14 +42,16 @@ what it covers is bounded by ``EngineLimits.aot_max_positions``, ``aot_budget_ms
 
 * a counted repetition above a caller (a ``maxLength`` string inside an array item): its mask is
   filtered from the walk of its unbounded repetition over that caller (``counted``; its unit
-  counts are precomputed);
+  counts are precomputed, and where the caller is the bottom frame, the whole mask of the
+  two-frame configuration, its *caller mask*, first of all: a value called from an object,
+  ``EngineTuning.shared_calls``, meets one per set of keys left);
 * the other counts of a repetition that may stop at once are not visited: at the bottom their
   masks are filtered from the sorted walk the first count's mask built (no trie walk; counted in
   ``filtered_counts``, not as lazy);
 * a configuration of several stacks (an ambiguous prefix: a key that is a listed name and a free
   string at once): walked whole at first use (``ambiguous``); its stacks' positions are explored;
 * a top that may end at once, where the constraint walks such tops with their callers
-  (``EngineTuning.relative_nullable`` off): ``caller-dependent``;
+  (``EngineTuning.relative_nullable`` off): ``caller-dependent`` (caller masks too);
 * positions past the limits: ``limit``.
 
 Cost: one relative walk per reachable top (a trie walk; shared across constraints of one
@@ -190,6 +192,9 @@ class CompileReport:
     unit_counts: int = 0
     #: walks of the tokens that cross from a top into the frame below it (one frame deep)
     crossings: int = 0
+    #: whole masks of a top that stays lazy over a caller (``counted``, ``caller-dependent``)
+    #: with each bottom frame met below it: a called value over the object that called it
+    caller_masks: int = 0
     #: counts of a repetition that may stop at once not visited: their masks are filtered from
     #: the repetition's sorted walk, which the first count's mask built (no trie walk)
     filtered_counts: int = 0
@@ -242,7 +247,7 @@ class CompileReport:
     def describe(self) -> str:
         parts = [
             f"{self.positions} positions, {self.relative_parts} relative parts, {self.bottom_masks} bottom masks, "
-            f"{self.unit_counts} unit counts, {self.crossings} crossings, "
+            f"{self.unit_counts} unit counts, {self.crossings} crossings, {self.caller_masks} caller masks, "
             f"{self.filtered_counts} counts filtered at first use, "
             f"in {self.seconds:.3f} s ({self.memory_bytes} bytes)"
         ]
@@ -259,6 +264,7 @@ _REPORT_COUNTS = (
     "bottom_masks",
     "unit_counts",
     "crossings",
+    "caller_masks",
     "filtered_counts",
     "memory_bytes",
 )
@@ -337,8 +343,20 @@ def _explore(
     shared: deque[tuple[int, bool]] = deque()
     push(system.stack_top[system.configs[system.start][0]], True)
     pairs: set[tuple[int, int]] = set()
+    # (top, caller) pairs whose caller is the bottom frame and whose top stays lazy over a
+    # caller: the whole two-frame configuration is one mask, computed before any position (a
+    # first use costs several walks' worth: the counted walk of a string over its caller)
+    bottom_pairs: set[tuple[int, int]] = set()
+    callers: deque[tuple[int, int]] = deque()
+
+    def pair(top: int, caller: int) -> None:
+        if (top, caller) not in bottom_pairs:
+            bottom_pairs.add((top, caller))
+            if _lazy_over_caller(c, top, nullable_over_hole):
+                callers.append((top, caller))
+
     visited = 0
-    while queue or shared:
+    while queue or shared or callers:
         check_deadline()
         visited += 1
         stop = "aot_budget_ms" if time.perf_counter() > stop_at else None
@@ -346,8 +364,11 @@ def _explore(
             stop = "aot_max_bytes"
         if stop is not None:
             report.truncated, report.stopped_by = True, stop
-            lazy["limit"] = lazy.get("limit", 0) + len(queue) + len(shared)
+            lazy["limit"] = lazy.get("limit", 0) + len(queue) + len(shared) + len(callers)
             break
+        if callers:
+            _caller_mask(c, report, *callers.popleft())
+            continue
         top, bottom = shared.popleft() if shared else queue.popleft()
         head = counted_head(store, top)
         # the other counts of a repetition that may stop at once are filtered from one sorted
@@ -395,7 +416,7 @@ def _explore(
                     else:
                         lazy["counted"] = lazy.get("counted", 0) + 1
                     continue
-                _push_frames(c, sid, push, pairs)
+                _push_frames(c, sid, push, pairs, pair)
     report.positions = len(seen)
     if not report.truncated:
         _crossings(c, report, pairs, stop_at)
@@ -422,10 +443,11 @@ def _targets(c: Constraint, cid: int) -> set[int]:
     return targets
 
 
-def _push_frames(c: Constraint, sid: int, push: object, pairs: set[tuple[int, int]]) -> None:
+def _push_frames(c: Constraint, sid: int, push: object, pairs: set[tuple[int, int]], bottom_pair: object) -> None:
     """Every frame of stack ``sid`` as a position (the frames above the hole of a relative
-    stack; the mark a return into the hole leaves is none), and each frame over a caller frame
-    into ``pairs`` (clamped tops: where tokens cross from one into the other)."""
+    stack; the mark a return into the hole leaves is none), each frame over a caller frame
+    into ``pairs`` (clamped tops: where tokens cross from one into the other), and to
+    ``bottom_pair`` where that caller is the bottom frame."""
     system = c._system
     hole, mark = system.hole, system.exit_mark
     clamp = c._clamp
@@ -436,6 +458,8 @@ def _push_frames(c: Constraint, sid: int, push: object, pairs: set[tuple[int, in
         push(top, parent < 0)  # type: ignore[operator]
         if below >= 0:
             pairs.add((below, clamp.term(top)))
+            if parent < 0:
+                bottom_pair(below, clamp.term(top))  # type: ignore[operator]
         below = clamp.term(top) if parent >= 0 else -1
         sid = parent
 
@@ -459,3 +483,32 @@ def _crossings(c: Constraint, report: CompileReport, pairs: set[tuple[int, int]]
         if exits and (rel, caller) not in c._crossings:
             c._crossing(tail, exits, (rel,))
             report.crossings += 1
+
+
+def _lazy_over_caller(c: Constraint, top: int, nullable_over_hole: bool) -> bool:
+    """Whether the mask of ``top`` over a caller stays lazy (``_explore``'s cases: a counted
+    repetition, or a top that may end at once where such tops are walked with their callers)."""
+    if counted_head(c._machines.store, top) is not None:
+        return True
+    loop = c._loop_split(top)
+    if loop is not None and loop[0] not in c._spine_refused:
+        return False
+    return c._machines.store.nullable[top] and not nullable_over_hole
+
+
+def _caller_mask(c: Constraint, report: CompileReport, top: int, caller: int) -> None:
+    """The whole mask of configuration ``[caller, top]`` (``caller`` at the bottom, ``top`` a
+    top that stays lazy over a caller), kept as a bottom position's. A value called from an
+    object at the bottom (a rule made a machine by ``EngineTuning.shared_calls``) meets one
+    such configuration per set of keys left; for a counted repetition, the first count's mask
+    builds the sorted walk its other counts are filtered from at first use (counters.py).
+    Deeper callers are computed at first use."""
+    system, positions = c._system, c._positions
+    cid = system.config([system.stack(system.stack(-1, caller), top)])
+    if cid in positions:
+        return
+    known = cid in c._masks
+    positions.add(cid, c._compute_mask(cid))
+    if not known:
+        c._masks.pop(cid, None)  # kept compact here; rebuilt and cached at first use
+    report.caller_masks += 1

@@ -580,14 +580,15 @@ def _read_parts(
 
 
 def _is_position(system: ConfigSystem, cid: int, relative: bool) -> bool:
-    """Whether configuration ``cid`` is one stack at the bottom, or (``relative``) one stack over
-    the hole (``ConfigSystem.relative``): the configurations parts are kept for."""
+    """Whether configuration ``cid`` is one stack at the bottom (a top alone, or a top over a
+    bottom caller: ``ahead._caller_mask``), or (``relative``) one stack over the hole
+    (``ConfigSystem.relative``): the configurations parts are kept for."""
     stacks = system.configs[cid]
     if len(stacks) != 1:
         return False
     parent = system.stack_parent[stacks[0]]
     if not relative:
-        return parent == -1
+        return parent == -1 or (parent >= 0 and system.stack_parent[parent] == -1)
     return parent >= 0 and system.stack_parent[parent] == -2 and system.stack_top[parent] == NOTHING
 
 

@@ -165,7 +165,9 @@ class Constraint:
         check_tuning(tuning)
         with deadline_scope(limits.deadline_s, limit="deadline_s"):
             started = time.perf_counter()  # the budget of a compile ahead covers the machines too
-            machines = build_machines(grammar)
+            # on a compile ahead, rules followed by many continuations are machines of their own,
+            # so that their positions are not multiplied (EngineTuning.shared_calls)
+            machines = build_machines(grammar, shared_calls=tuning.shared_calls if mode == "aot" else 0)
             system = ConfigSystem(
                 machines,
                 max_stacks_per_config=limits.max_stacks_per_config,

@@ -5,6 +5,13 @@ them; each rule in a recursive cycle (and the start rule) becomes a *machine*, w
 in which a reference to a recursive rule is a call symbol and a token atom is a token symbol.
 A grammar with no recursion is a single machine with no calls: a plain lazily built DFA.
 
+A *shared* rule (:func:`shared_rules`, on request: ``EngineTuning.shared_calls``) becomes a
+machine too: a regular rule that the grammar's sequences follow with many different
+continuations (a property's value in an object whose keys come in any order, followed by each
+set of keys left). Inlined, every position inside it exists once per continuation (its top term
+carries the continuation); called, its positions are over a caller and shared by every caller.
+The language is the same either way.
+
 Checks made here, so that the run-time transition system can never loop: machines that cannot
 produce any sentence are replaced by the empty language, and left recursion (a machine that can
 call itself, directly or not, before reading anything) is refused.
@@ -71,13 +78,21 @@ class Machines:
 
 
 class _Lowering:
-    def __init__(self, grammar: Grammar, store: TermStore, dead: frozenset[str]) -> None:
+    def __init__(
+        self,
+        grammar: Grammar,
+        store: TermStore,
+        dead: frozenset[str],
+        shared: frozenset[str] = frozenset(),
+    ) -> None:
+        """``shared``: regular rules to make machines of too (see :func:`shared_rules`)."""
         self.g = grammar
         self.s = store
         self.dead = dead
-        recursive = grammar.recursive_rules()
-        self.machine_names = [grammar.start] + sorted(r for r in recursive if r != grammar.start)
+        machines = grammar.recursive_rules() | (shared - dead)
+        self.machine_names = [grammar.start] + sorted(r for r in machines if r != grammar.start)
         self.machine_index = {n: i for i, n in enumerate(self.machine_names)}
+        self.shared = shared
         self.inlined: dict[str, int] = {}
         self.atoms: list[ir.Token] = []
         self.atom_index: dict[ir.Token, int] = {}
@@ -293,11 +308,24 @@ class _Lowering:
         self.memo[n] = t
         return t
 
+    def machine_body(self, name: str) -> int:
+        """The body term of machine ``name``: a shared (regular) rule's is the term it would be
+        inlined as (a lazy term where it is pure: built when a generation first reaches it)."""
+        if name in self.dead:
+            return self.ref(name)
+        if name in self.shared:
+            return self.inline(name)
+        return self.lower(self.g.rules[name])
+
     def ref(self, name: str) -> int:
         if name in self.dead:
             return NOTHING
         if name in self.machine_index:
             return self.s.sym(call_symbol(self.machine_index[name]))
+        return self.inline(name)
+
+    def inline(self, name: str) -> int:
+        """The term of rule ``name`` inlined where it is referenced."""
         t = self.inlined.get(name)
         if t is None:
             if name not in self.g.rules:
@@ -345,23 +373,99 @@ def _bottom_up(
     return memo[root]
 
 
-def build_machines(grammar: Grammar, store: TermStore | None = None) -> Machines:
-    """Lower ``grammar`` to machines, trimming unproductive ones and refusing left recursion."""
+def shared_rules(grammar: Grammar, min_continuations: int) -> frozenset[str]:
+    """The regular rules worth a machine of their own: each is followed, in the grammar's
+    sequences, by at least ``min_continuations`` different continuations (the items after it:
+    a property's value in an object whose keys come in any order is followed by each set of
+    keys left). Inlined, a position inside such a rule is a different top term for each
+    continuation; called, it is one position over a caller for all of them (ahead.py
+    precomputes it once). Left out: the start rule, plain literals, and rules whose every
+    sentence does not end with a literal (:func:`_ends_closed`: a number may end after any
+    digit, and a top that may end over a caller is walked with that caller at first use, once
+    per caller configuration: on ``tree``, 14 walks along its stream became 34). ``_build``
+    also leaves out rules that may match nothing. None where ``min_continuations`` is 0, and
+    none in a grammar with a greedy lexeme: a lexeme next to a call needs the exit summaries of
+    lexeme_frames.py, which cost far more than the positions saved.
+
+    Sequence heads (``, "key": value`` before each set of keys left) were tried as machines
+    too: their common bytes (``, "``) then start one stack per head, and configurations of
+    several stacks are walked whole (on ``tool_union``, 396 of them against 14)."""
+    if min_continuations <= 0:
+        return frozenset()
+    recursive = grammar.recursive_rules()
+    rules = grammar.rules
+    continuations: dict[str, set[tuple[ir.Node, ...]]] = {}
+    for body in rules.values():
+        for n in ir.iter_distinct(body, skip_closed=True):
+            closed = ir.closed_facts(n)
+            if isinstance(n, ir.Lexeme) or (closed is not None and closed.lexeme):
+                return frozenset()
+            if isinstance(n, ir.Seq):
+                items = n.items
+                for i in range(len(items) - 1):
+                    item = items[i]
+                    if isinstance(item, ir.Ref) and item.name not in recursive:
+                        continuations.setdefault(item.name, set()).add(items[i + 1 :])
+    closed: dict[str, bool] = {}
+    return frozenset(
+        name
+        for name, after in continuations.items()
+        if len(after) >= min_continuations
+        and name != grammar.start
+        and name in rules
+        and not isinstance(rules[name], ir.Literal)
+        and _ends_closed(ir.Ref(name), rules, recursive, closed)
+    )
+
+
+def _ends_closed(node: ir.Node, rules: Any, recursive: frozenset[str], memo: dict[str, bool]) -> bool:
+    """Whether every sentence of ``node`` ends with a non-empty literal (a string's closing
+    quote, an array's bracket), read through references to regular rules: where it holds,
+    a rule's positions before its end are rarely ones where it may also end (a number may end
+    after any digit). Answers are remembered per rule; without recursion deeper than the
+    grammar's nesting of sequences and choices at their ends."""
+    if isinstance(node, ir.Literal):
+        return bool(node.data)
+    if isinstance(node, ir.Seq):
+        return bool(node.items) and _ends_closed(node.items[-1], rules, recursive, memo)
+    if isinstance(node, ir.Alt):
+        return bool(node.items) and all(_ends_closed(i, rules, recursive, memo) for i in node.items)
+    if isinstance(node, ir.Ref):
+        name = node.name
+        if name in recursive or name not in rules:
+            return False
+        if name not in memo:
+            memo[name] = False  # a rule that ends in itself is not closed
+            memo[name] = _ends_closed(rules[name], rules, recursive, memo)
+        return memo[name]
+    return False
+
+
+def build_machines(grammar: Grammar, store: TermStore | None = None, *, shared_calls: int = 0) -> Machines:
+    """Lower ``grammar`` to machines, trimming unproductive ones and refusing left recursion.
+    ``shared_calls``: make a machine of every regular rule followed by at least this many
+    different continuations (:func:`shared_rules`; 0: none)."""
     if grammar.externs:
         raise GrammarError(f"unbound externs {sorted(grammar.externs)}; bind them before compiling")
-    return _build(grammar, store)
+    return _build(grammar, store, shared_calls)
 
 
 @deep_recursion
-def _build(grammar: Grammar, store: TermStore | None) -> Machines:
+def _build(grammar: Grammar, store: TermStore | None, shared_calls: int = 0) -> Machines:
     try:
         # rules that derive nothing, found on the grammar: an inlined regular rule is a lazy term,
         # which the machine-level check below cannot see into without building it
         dead = empty_rules(grammar)
+        shared = shared_rules(grammar, shared_calls) - dead
+        if shared:
+            # a rule that may match nothing stays inlined: its walk over the hole would read the
+            # caller's bytes at once (EngineTuning.relative_nullable)
+            facts = _Lowering(grammar, TermStore(), dead)
+            shared = frozenset(n for n in shared if not facts.node_facts(grammar.rules[n])[1])
         while True:
             store = TermStore() if store is None else store
-            low = _Lowering(grammar, store, dead)
-            bodies = [low.ref(n) if n in dead else low.lower(grammar.rules[n]) for n in low.machine_names]
+            low = _Lowering(grammar, store, dead, shared)
+            bodies = [low.machine_body(n) for n in low.machine_names]
             productive = _productive(store, bodies)
             newly_dead = frozenset(n for n, p in zip(low.machine_names, productive) if not p) - dead
             if not newly_dead:

@@ -81,6 +81,18 @@ class EngineTuning:
     #: crossings, relative_masks.py), first in, first out: 8,192 masks of Llama 3 (16 KB each).
     relative_memo_bytes: int = 128 << 20
 
+    # -- machines.py: which rules are machines --------------------------------------------------
+
+    #: On a compile ahead of time, a regular rule that the grammar's sequences follow with at
+    #: least this many different continuations becomes a machine of its own
+    #: (``machines.shared_rules``: a value in an object whose keys come in any order, followed by
+    #: each set of keys left), so that its positions are shared by every continuation instead of
+    #: existing once per continuation; 0: only recursive rules and the start rule are machines.
+    #: Positions with every one visited (Llama 3): ``tool_union`` 25,385 at 0, 7,434 at 2 and 4,
+    #: 7,529 at 8, 7,715 at 16; ``realistic_model`` 36,195 at 0, 22,734 at 4. The lazy path
+    #: never uses it (its masks and costs are those of one machine per recursive cycle).
+    shared_calls: int = 4
+
     # -- table.py: the token walk --------------------------------------------------------------
 
     #: Below this many live trie nodes, a level of a walk is handled in Python: each numpy call
