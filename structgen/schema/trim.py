@@ -25,7 +25,9 @@ def _rebuild(node: ir.Node, leaf: Callable[[ir.Node], ir.Node]) -> ir.Node:
     (which must return every other leaf as it is).
 
     Shared subtrees (format grammars share most of theirs) are rebuilt once; closed ones (no
-    ``Ref``, :func:`ir.mark_closed`) are kept without a look inside."""
+    ``Ref``, :func:`ir.mark_closed`) are kept without a look inside, and so are leaves other than
+    references, which ``leaf`` keeps: they are read from their parent, not visited."""
+    plain = _PLAIN_LEAVES
     done: dict[int, ir.Node] = {}
     stack: list[tuple[ir.Node, bool]] = [(node, False)]
     while stack:
@@ -41,9 +43,9 @@ def _rebuild(node: ir.Node, leaf: Callable[[ir.Node], ir.Node]) -> ir.Node:
             continue
         if not expanded:
             stack.append((n, True))
-            stack.extend((c, False) for c in kids)
+            stack.extend((c, False) for c in kids if c.__class__ not in plain)
             continue
-        new = [done[id(c)] for c in kids]
+        new = [c if c.__class__ in plain else done[id(c)] for c in kids]
         if all(a is b for a, b in zip(new, kids)):
             done[id(n)] = n
         elif isinstance(n, ir.Seq):
@@ -119,6 +121,11 @@ def _productive_node(node: ir.Node, productive: set[str]) -> bool:
 
 def _known_productive(n: ir.Node, productive: set[str], value: dict[int, bool]) -> bool | None:
     """The productivity of ``n`` when no child needs to be looked at, else None."""
+    cls = n.__class__
+    if cls is ir.Ref:  # never closed nor a frame of the walk: the checks below would not apply
+        return n.name in productive  # type: ignore[attr-defined]
+    if cls is ir.Literal or cls is ir.Token:  # closed or not, they derive a string
+        return True
     known = value.get(id(n))
     if known is not None:
         return known
@@ -128,14 +135,10 @@ def _known_productive(n: ir.Node, productive: set[str], value: dict[int, bool]) 
     facts = ir.closed_facts(n)
     if facts is not None and facts.plain:
         return facts.shortest is not None
-    if isinstance(n, ir.Ref):
-        return n.name in productive
     if isinstance(n, ir.CharClass):
         return bool(n.codepoints())
     if isinstance(n, ir.ByteClass):
         return bool(n.byte_ranges())
-    if isinstance(n, (ir.Literal, ir.Token)):
-        return True
     if isinstance(n, (ir.Seq, ir.Alt)):
         if not n.items:  # the empty sequence matches "", the empty choice nothing
             return isinstance(n, ir.Seq)
@@ -168,6 +171,8 @@ def _remember_closed(n: ir.Node, v: bool) -> None:
 #: node kinds without children that are not references: the walks for references step over them
 #: (a translated grammar's nodes are nearly half literals)
 _PLAIN_LEAVES = frozenset({ir.Literal, ir.CharClass, ir.ByteClass, ir.Token})
+#: every node kind without children
+_LEAVES = _PLAIN_LEAVES | {ir.Ref}
 
 
 def _ref_counts(node: ir.Node) -> dict[str, int]:
@@ -236,30 +241,51 @@ def _post_order_nodes(node: ir.Node, leaves: frozenset[type], preorder: list[ir.
 
 def _depth(node: ir.Node, memo: dict[int, tuple[ir.Node, int]]) -> int:
     """:func:`ir.depth` with a memo shared across calls (keyed by identity; the memo keeps the
-    nodes alive so that identities are not reused): inlining nests the same bodies repeatedly."""
+    nodes alive so that identities are not reused): inlining nests the same bodies repeatedly.
+    Leaves (depth 1) are read from their parent, not visited or remembered: a translated
+    grammar's nodes are nearly half literals and references."""
+    leaves = _LEAVES
+    if node.__class__ in leaves:
+        return 1
     stack: list[tuple[ir.Node, bool]] = [(node, False)]
     while stack:
         n, expanded = stack.pop()
+        if expanded:
+            d = 1
+            for c in n.children():
+                if c.__class__ not in leaves:
+                    cd = memo[id(c)][1]
+                    if cd > d:
+                        d = cd
+            memo[id(n)] = (n, d + 1)
+            continue
         if id(n) in memo:
             continue
         if ir.is_closed(n):
             memo[id(n)] = (n, ir.depth(n))  # remembered when it was marked
             continue
         kids = n.children()
-        if kids and not expanded:
-            stack.append((n, True))
-            stack.extend((c, False) for c in kids if id(c) not in memo)
+        if not kids:  # the empty sequence or choice
+            memo[id(n)] = (n, 1)
             continue
-        memo[id(n)] = (n, 1 + max((memo[id(c)][1] for c in kids), default=0))
+        stack.append((n, True))
+        stack.extend((c, False) for c in kids if c.__class__ not in leaves and id(c) not in memo)
     return memo[id(node)][1]
 
 
 def _larger_than(node: ir.Node, limit: int) -> bool:
-    count = 0
-    for _ in ir.iter_distinct(node):
-        count += 1
-        if count > limit:
+    """Whether ``node`` has more than ``limit`` distinct node objects (:func:`ir.iter_distinct`'s
+    count, walked in place without its generator)."""
+    seen: set[int] = set()
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        if len(seen) > limit:
             return True
+        stack.extend(n.children())
     return False
 
 
