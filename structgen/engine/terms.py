@@ -181,8 +181,23 @@ class TermStore:
 
     def seq_list(self, items: list[int]) -> int:
         out = EMPTY
+        kind, intern = self.kind, self._intern
         for t in reversed(items):
-            out = self.seq(t, out)
+            if t > EMPTY and out > EMPTY and kind[t] != SEQ_K:
+                # :meth:`seq`'s last case, its lookup in place (a literal's bytes are lowered here)
+                tid = intern.get((SEQ_K, t, out))
+                if tid is None:
+                    tid = self._make(
+                        (SEQ_K, t, out),
+                        SEQ_K,
+                        t,
+                        out,
+                        self.nullable[t] and self.nullable[out],
+                        self.flags[t] | self.flags[out],
+                    )
+                out = tid
+            else:
+                out = self.seq(t, out)
         return out
 
     def alt(self, items: list[int] | tuple[int, ...]) -> int:
