@@ -171,6 +171,9 @@ def _remember_closed(n: ir.Node, v: bool) -> None:
 #: node kinds without children that are not references: the walks for references step over them
 #: (a translated grammar's nodes are nearly half literals)
 _PLAIN_LEAVES = frozenset({ir.Literal, ir.CharClass, ir.ByteClass, ir.Token})
+#: inner nodes :func:`_ref_counts` may meet again beyond the number of distinct ones before it
+#: counts paths instead of expanding the tree
+_TREE_SLACK = 64
 #: every node kind without children
 _LEAVES = _PLAIN_LEAVES | {ir.Ref}
 
@@ -179,24 +182,29 @@ def _ref_counts(node: ir.Node) -> dict[str, int]:
     """How often each rule is referenced in the tree of ``node`` (a shared subtree counts once per
     place it occurs), names in the order a left-to-right pre-order walk first meets them.
 
-    Bodies are DAGs (format grammars share subtrees heavily): one walk visits each distinct node
-    once; only when some node was met twice are path counts propagated, instead of expanding
-    the tree. Leaves other than references are not visited: they hold no reference, and sharing
-    one changes no count."""
+    Bodies are DAGs (format grammars share subtrees heavily): the walk expands the tree, which
+    counts every place exactly, while it meets shared inner nodes again no more often than it
+    meets new ones (a key's trie shares one ``string-char*`` among all its levels); past that,
+    path counts are propagated over the distinct nodes instead of expanding the tree. Leaves
+    other than references are not visited: they hold no reference, and sharing one changes no
+    count. Both orders of first meeting are the same: a subtree met again holds no name not met
+    in it before."""
     leaves = _PLAIN_LEAVES
     out: dict[str, int] = {}
-    # a walk that counts every reference it meets: exact while no inner node is met twice (then
-    # every inner node has one path from the root, and each meeting of a reference is one place)
     seen: set[int] = set()
+    again = 0  # inner nodes met again, expanded once more
     stack = [node]
     while stack:
         n = stack.pop()
-        if isinstance(n, ir.Ref):
-            out[n.name] = out.get(n.name, 0) + 1
+        if n.__class__ is ir.Ref:
+            out[n.name] = out.get(n.name, 0) + 1  # type: ignore[attr-defined]
             continue
         if id(n) in seen:
-            break
-        seen.add(id(n))
+            again += 1
+            if again > len(seen) + _TREE_SLACK:
+                break
+        else:
+            seen.add(id(n))
         if not ir.is_closed(n):  # no Ref inside a closed subtree
             stack.extend(c for c in reversed(n.children()) if c.__class__ not in leaves)
     else:
