@@ -307,42 +307,44 @@ class _Lowering:
             return t
         check_deadline()
         s = self.s
-        if isinstance(n, ir.Literal):
-            t = s.seq_list([self.byte_term(b) for b in n.data])
-        elif isinstance(n, ir.ByteClass):
-            t = s.bytes_(mask_of_ranges(n.byte_ranges()))
-        elif isinstance(n, ir.CharClass):
-            seqs = class_sequences(n.codepoints())
-            t = s.alt([s.seq_list([s.bytes_(mask_of(lo, hi)) for lo, hi in seq]) for seq in seqs])
-        elif isinstance(n, ir.Seq):
+        cls = n.__class__  # the kinds in the order a translated grammar holds the most of them
+        if cls is ir.Ref:
+            t = self.ref(n.name)  # type: ignore[attr-defined]
+        elif cls is ir.Seq:
             # a literal's bytes go straight into the sequence: lowered on its own and then
             # joined, its chain of terms would be copied once more for the tail (seq keeps
             # sequences right-nested), which for a long literal doubles the terms
             parts: list[int] = []
-            for i in n.items:
-                if isinstance(i, ir.Literal) and i not in self.memo:
-                    parts.extend([self.byte_term(b) for b in i.data])
+            memo = self.memo
+            for i in n.items:  # type: ignore[attr-defined]
+                if i.__class__ is ir.Literal and i not in memo:
+                    parts.extend([self.byte_term(b) for b in i.data])  # type: ignore[attr-defined]
                 else:
                     parts.append(self.lower(i))
             t = s.seq_list(parts)
-        elif isinstance(n, ir.Alt):
-            t = s.alt([self.lower(i) for i in n.items])
-        elif isinstance(n, ir.Repeat):
-            t = s.repeat(self.lower(n.item), n.min, n.max)
-        elif isinstance(n, ir.Ref):
-            t = self.ref(n.name)
-        elif isinstance(n, ir.Token):
-            idx = self.atom_index.get(n)
+        elif cls is ir.Alt:
+            t = s.alt([self.lower(i) for i in n.items])  # type: ignore[attr-defined]
+        elif cls is ir.Literal:
+            t = s.seq_list([self.byte_term(b) for b in n.data])  # type: ignore[attr-defined]
+        elif cls is ir.CharClass:
+            seqs = class_sequences(n.codepoints())  # type: ignore[attr-defined]
+            t = s.alt([s.seq_list([s.bytes_(mask_of(lo, hi)) for lo, hi in seq]) for seq in seqs])
+        elif cls is ir.Repeat:
+            t = s.repeat(self.lower(n.item), n.min, n.max)  # type: ignore[attr-defined]
+        elif cls is ir.ByteClass:
+            t = s.bytes_(mask_of_ranges(n.byte_ranges()))  # type: ignore[attr-defined]
+        elif cls is ir.Token:
+            idx = self.atom_index.get(n)  # type: ignore[call-overload]
             if idx is None:
-                idx = self.atom_index[n] = len(self.atoms)
-                self.atoms.append(n)
+                idx = self.atom_index[n] = len(self.atoms)  # type: ignore[index]
+                self.atoms.append(n)  # type: ignore[arg-type]
             t = s.sym(token_symbol(idx))
-        elif isinstance(n, ir.Lexeme):
-            t = s.poss(self.lower(n.item))
-        elif isinstance(n, ir.Difference):
-            t = s.diff(self.lower(n.left), self.lower(n.right))
-        elif isinstance(n, ir.Intersection):
-            t = s.and_(self.lower(n.left), self.lower(n.right))
+        elif cls is ir.Lexeme:
+            t = s.poss(self.lower(n.item))  # type: ignore[attr-defined]
+        elif cls is ir.Difference:
+            t = s.diff(self.lower(n.left), self.lower(n.right))  # type: ignore[attr-defined]
+        elif cls is ir.Intersection:
+            t = s.and_(self.lower(n.left), self.lower(n.right))  # type: ignore[attr-defined]
         else:  # pragma: no cover
             raise TypeError(f"unknown node {n!r}")
         self.memo[n] = t
