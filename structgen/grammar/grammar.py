@@ -415,12 +415,21 @@ def _scan(body: ir.Node) -> tuple[int, set[str], bool]:
             continue
         if isinstance(n, (ir.Lexeme, ir.Difference, ir.Intersection)):
             setops = True
-        stack.append((n, True))
+        # the node's second visit is queued before its first inner child: a node whose children
+        # are all leaves and references (most of them) has depth 2 at once
+        inner = False
         for c in kids:
-            if c.__class__ in leaves:
+            cls = c.__class__
+            if cls in leaves:
                 continue
-            if isinstance(c, ir.Ref):
-                refs.add(c.name)
-            elif id(c) not in depth:
+            if cls is ir.Ref:
+                refs.add(c.name)  # type: ignore[attr-defined]
+                continue
+            if not inner:
+                stack.append((n, True))
+                inner = True
+            if id(c) not in depth:
                 stack.append((c, False))
+        if not inner:
+            depth[id(n)] = 2
     return depth[id(body)], refs, setops
