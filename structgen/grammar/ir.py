@@ -104,7 +104,7 @@ class Literal(Node):
     def __post_init__(self) -> None:
         if not isinstance(self.data, bytes):
             raise TypeError("Literal.data must be bytes")
-        _cached_hash(self, self.data)
+        object.__setattr__(self, "_hash", hash(("Literal", self.data)))  # _cached_hash's value, without the call
 
     def __hash__(self) -> int:
         return self._hash
@@ -173,7 +173,7 @@ class Ref(Node):
     _hash: int = field(init=False, compare=False, default=0)
 
     def __post_init__(self) -> None:
-        _cached_hash(self, self.name)
+        object.__setattr__(self, "_hash", hash(("Ref", self.name)))  # _cached_hash's value, without the call
 
     def __hash__(self) -> int:
         return self._hash
