@@ -259,7 +259,11 @@ class TermStore:
             m: int = self.b[a[t]]  # type: ignore[assignment]
             if m & (m - 1):
                 continue  # not a single byte
-            b, n, end = self._run(t)
+            u: int = self.b[t]  # type: ignore[assignment]
+            if kind[u] == SEQ_K and a[u] == a[t]:
+                b, n, end = self._run(t)
+            else:  # a run of one byte (most options: a key's quote, then its first letter)
+                b, n, end = m.bit_length() - 1, 1, u
             star = a[end] if kind[end] == SEQ_K else end
             if kind[star] != REPEAT_K or self.b[star] != (0, None) or self.flags[star] & (HAS_POSS | HAS_SYM):
                 continue
