@@ -12,7 +12,7 @@ Everything is iterative: grammars may have many rules and long chains.
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, NamedTuple
 
 from .. import caches
 from ..deadline import check_deadline
@@ -355,15 +355,30 @@ INLINE_MAX_RULES = 2000
 INLINE_MAX_NODES = 400
 
 
+class Trimmed(NamedTuple):
+    """What :func:`trim_rules` leaves, and what it found on the way."""
+
+    rules: dict[str, ir.Node]
+    #: the rules on cycles of references (the same on the rules before and after inlining: a
+    #: rule inlined is on no cycle), None where the inliner did not run
+    recursive: frozenset[str] | None
+
+
 def trim(rules: dict[str, ir.Node], start: str, *, inline_depth: int = 40, max_depth: int = 150) -> dict[str, ir.Node]:
     """Productive, reachable rules with single-use rules inlined; ``{}`` if ``start`` derives nothing."""
+    return trim_rules(rules, start, inline_depth=inline_depth, max_depth=max_depth).rules
+
+
+def trim_rules(rules: dict[str, ir.Node], start: str, *, inline_depth: int = 40, max_depth: int = 150) -> Trimmed:
+    """:func:`trim`, with the recursive rules where the inliner found them (a grammar built from
+    the rules is given them instead of finding them again)."""
     refs: dict[str, dict[str, int]] = {}
     for name, body in rules.items():
         check_deadline()
         refs[name] = _ref_counts(body)
     productive = productive_rules(rules, refs)
     if start not in productive:
-        return {}
+        return Trimmed({}, None)
     dead = set(rules) - productive
 
     def cut(n: ir.Node) -> ir.Node:
@@ -389,26 +404,26 @@ def trim(rules: dict[str, ir.Node], start: str, *, inline_depth: int = 40, max_d
         i += 1
     cleaned = {name: cleaned[name] for name in order}
     if len(cleaned) > INLINE_MAX_RULES:
-        return cleaned
+        return Trimmed(cleaned, None)
     return _inline(cleaned, {n: refs[n] for n in order}, start, inline_depth, max_depth)
 
 
 def _inline(
     rules: dict[str, ir.Node], refs: dict[str, dict[str, int]], start: str, inline_depth: int, max_depth: int
-) -> dict[str, ir.Node]:
+) -> Trimmed:
     count: dict[str, int] = {}
     for name in rules:
         for r, k in refs[name].items():
             count[r] = count.get(r, 0) + k
     graph = {name: [r for r in refs[name] if r in rules] for name in rules}
-    recursive = nodes_on_cycles(graph)
+    recursive = frozenset(nodes_on_cycles(graph))
     candidates = {
         n
         for n, c in count.items()
         if c == 1 and n != start and n not in recursive and n in rules and not _larger_than(rules[n], INLINE_MAX_NODES)
     }
     if not candidates:
-        return rules
+        return Trimmed(rules, recursive)
     order = _post_order(graph)
     final: dict[str, ir.Node] = {}
     depth_of: dict[str, int] = {}
@@ -427,7 +442,7 @@ def _inline(
         final[name] = body
         if name in candidates:
             depth_of[name] = _depth(body, memo)
-    return {name: final[name] for name in rules if name not in inlined}
+    return Trimmed({name: final[name] for name in rules if name not in inlined}, recursive)
 
 
 caches.register_dict("schema.trim.closed_productive", _CLOSED_PRODUCTIVE)
