@@ -96,6 +96,10 @@ class TermStore:
         tid = self._intern.get(key)
         if tid is not None:
             return tid
+        return self._new(key, kind, a, b, nullable, flags)
+
+    def _new(self, key: tuple, kind: int, a: int, b: object, nullable: bool, flags: int) -> int:
+        """A new term for ``key``, which the caller looked up and did not find."""
         tid = len(self.kind)
         if tid >= self.max_terms:
             raise LimitError("the grammar's automata grew too large", limit="max_terms", value=self.max_terms)
@@ -185,10 +189,11 @@ class TermStore:
         for t in reversed(items):
             if t > EMPTY and out > EMPTY and kind[t] != SEQ_K:
                 # :meth:`seq`'s last case, its lookup in place (a literal's bytes are lowered here)
-                tid = intern.get((SEQ_K, t, out))
+                key = (SEQ_K, t, out)
+                tid = intern.get(key)
                 if tid is None:
-                    tid = self._make(
-                        (SEQ_K, t, out),
+                    tid = self._new(
+                        key,
                         SEQ_K,
                         t,
                         out,
