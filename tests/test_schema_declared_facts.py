@@ -2,8 +2,9 @@
 analyses would find.
 
 ``declare_all_productive`` (schema/translate.py) tells the engine's lowering that every rule of a
-translated grammar derives a sentence, skipping the emptiness analysis; here the analysis runs
-anyway on ``schemas/`` and a MaskBench sample and must agree. The clean-up's own shortcuts are
+translated grammar derives a sentence, skipping the emptiness analysis, and the clean-up hands the
+grammar the recursive rules it found; here the analyses run anyway on ``schemas/`` and a
+MaskBench sample (both whitespace modes) and must agree. The clean-up's own shortcuts are
 compared with plain evaluations on hypothesis-built trees.
 """
 
@@ -19,8 +20,9 @@ from hypothesis import strategies as st
 from ir_strategies import ir_trees
 
 from structgen.errors import StructgenError
-from structgen.grammar import ir
+from structgen.grammar import Grammar, ir
 from structgen.grammar.emptiness import _productive, productive_rules
+from structgen.grammar.graphs import nodes_on_cycles
 from structgen.schema import json_schema_to_grammar
 from structgen.schema import trim as trim_mod
 
@@ -34,12 +36,17 @@ def _named() -> list[tuple[str, object]]:
 
 
 def _check(schema: object) -> None:
-    try:
-        grammar = json_schema_to_grammar(schema)
-    except StructgenError:
-        return
-    assert productive_rules(grammar) == frozenset(grammar.rules)
-    assert _productive(grammar) == frozenset(grammar.rules)
+    for whitespace in ("compact", "pretty"):
+        try:
+            grammar = json_schema_to_grammar(schema, whitespace=whitespace)
+        except StructgenError:
+            return
+        assert productive_rules(grammar) == frozenset(grammar.rules)
+        assert _productive(grammar) == frozenset(grammar.rules)
+        # the recursive rules the clean-up handed on, against the grammar's own search
+        graph = {name: sorted(ir.refs(body) & grammar.rules.keys()) for name, body in grammar.rules.items()}
+        assert grammar.recursive_rules() == frozenset(nodes_on_cycles(graph))
+        assert Grammar(dict(grammar.rules), grammar.start).recursive_rules() == grammar.recursive_rules()
 
 
 @pytest.mark.parametrize("name,schema", _named(), ids=[n for n, _ in _named()])

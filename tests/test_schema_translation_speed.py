@@ -8,6 +8,7 @@ subtrees and trees not in the smart constructors' normal form. No timings are as
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from schema_helpers import unmarked
@@ -151,6 +152,20 @@ def test_shared_subtree_counts_once_per_occurrence() -> None:
     shared = ir.seq(ir.Ref("a"), ir.lit("x"))
     body = ir.Alt((ir.Seq((shared, shared)), shared, ir.Ref("b")))
     assert trim_mod._ref_counts(body) == {"a": 3, "b": 1}
+
+
+@pytest.mark.parametrize("levels", [3, 12, 80])
+def test_ref_counts_past_the_tree_walk_slack(levels: int) -> None:
+    """A DAG whose tree doubles at every level: expanded while it meets few shared nodes again
+    (3 levels), counted by paths past ``_TREE_SLACK`` (12 levels: 4,096 leaves, 80: 2^80)."""
+    node: ir.Node = ir.Ref("a")
+    for i in range(levels):
+        node = ir.Seq((node, ir.Ref("b"), node, ir.lit(str(i))))
+    got = trim_mod._ref_counts(node)
+    assert got == {"a": 2**levels, "b": 2**levels - 1}
+    assert list(got) == ["a", "b"]
+    if levels <= 12:
+        assert list(got.items()) == list(_tree_ref_counts(node).items())
 
 
 # ---------------------------------------------------------------------------------------------

@@ -122,91 +122,146 @@ class _Lowering:
         return self.g.rules[name]
 
     def node_facts(self, n: ir.Node) -> tuple[bool, bool, bool]:
-        """(pure: no calls, tokens or greedy lexemes below; nullable; has set operations)."""
-        return _bottom_up(n, self.facts, self._facts_children, self._facts_of)
+        """(pure: no calls, tokens or greedy lexemes below; nullable; has set operations).
 
-    def _facts_children(self, n: ir.Node) -> tuple[ir.Node, ...]:
-        if ir.closed_facts(n) is not None:
-            return ()
-        if isinstance(n, ir.Ref):
-            body = self._followed(n.name)
-            return () if body is None else (body,)
-        return n.children()
+        One walk without callbacks (it runs for every rule a machine reaches): leaves are read
+        from their parent, and below a greedy lexeme or a token nothing is asked (not pure)."""
+        memo = self.facts
+        got = memo.get(n)
+        if got is not None:
+            return got
+        leaf = _leaf_facts(n)
+        if leaf is not None:
+            memo[n] = leaf
+            return leaf
+        stack: list[tuple[ir.Node, tuple[ir.Node, ...] | None]] = [(n, None)]
+        while stack:
+            m, kids = stack.pop()
+            if kids is not None:
+                memo[m] = self._combine_facts(m, kids)
+                continue
+            if m in memo:
+                continue
+            closed = ir.closed_facts(m)
+            if closed is not None:  # a marked subtree (a format grammar): found when it was marked
+                memo[m] = (not closed.lexeme, closed.nullable, closed.setop)
+                continue
+            cls = m.__class__
+            if cls is ir.Ref:
+                if m.name in self.dead:  # type: ignore[attr-defined]
+                    memo[m] = _PURE_LEAF
+                    continue
+                body = self._followed(m.name)  # type: ignore[attr-defined]
+                if body is None:  # a call of a machine
+                    memo[m] = _IMPURE
+                    continue
+                kids = (body,)
+            elif cls is ir.Token or cls is ir.Lexeme:
+                memo[m] = _IMPURE
+                continue
+            else:
+                kids = m.children()
+            stack.append((m, kids))
+            for k in kids:
+                if k.__class__ not in _FACT_LEAVES and k not in memo:
+                    stack.append((k, None))
+        return memo[n]
 
-    def _facts_of(self, n: ir.Node, kids: list[tuple[bool, bool, bool]]) -> tuple[bool, bool, bool]:
-        closed = ir.closed_facts(n)
-        if closed is not None:
-            # a marked subtree (a format grammar): its facts were found when it was marked
-            return (not closed.lexeme, closed.nullable, closed.setop)
-        if isinstance(n, ir.Literal):
-            return (True, not n.data, False)
-        if isinstance(n, (ir.CharClass, ir.ByteClass)):
-            return (True, False, False)
-        if isinstance(n, (ir.Seq, ir.Alt)):
+    def _combine_facts(self, n: ir.Node, kids: tuple[ir.Node, ...]) -> tuple[bool, bool, bool]:
+        """The facts of inner node ``n`` (or a followed reference) from its children's."""
+        memo = self.facts
+        facts = [_leaf_facts(k) if k.__class__ in _FACT_LEAVES else memo[k] for k in kids]
+        cls = n.__class__
+        if cls is ir.Seq or cls is ir.Alt:
             # one pass, no generators: this runs for most nodes of a grammar
             pure, setop = True, False
-            if isinstance(n, ir.Seq):
+            if cls is ir.Seq:
                 nullable = True
-                for p in kids:
+                for p in facts:
                     pure, nullable, setop = pure and p[0], nullable and p[1], setop or p[2]
             else:
                 nullable = False
-                for p in kids:
+                for p in facts:
                     pure, nullable, setop = pure and p[0], nullable or p[1], setop or p[2]
             return (pure, nullable, setop)
-        if isinstance(n, ir.Repeat):
-            pure, nul, setop = kids[0]
-            return (pure, n.min == 0 or nul or n.max == 0, setop)
-        if isinstance(n, ir.Ref):
-            if n.name in self.dead:
-                return (True, False, False)
-            return kids[0] if kids else (False, False, False)
-        if isinstance(n, (ir.Difference, ir.Intersection)):
-            (pa, na, _), (pb, nb, _) = kids
-            nul = (na and not nb) if isinstance(n, ir.Difference) else (na and nb)
+        if cls is ir.Repeat:
+            pure, nul, setop = facts[0]
+            return (pure, n.min == 0 or nul or n.max == 0, setop)  # type: ignore[attr-defined]
+        if cls is ir.Ref:
+            return facts[0]
+        if cls is ir.Difference or cls is ir.Intersection:
+            (pa, na, _), (pb, nb, _) = facts
+            nul = (na and not nb) if cls is ir.Difference else (na and nb)
             return (pa and pb, nul, True)
-        return (False, False, False)  # Token, Lexeme
+        raise TypeError(f"unknown node {n!r}")  # pragma: no cover - the kinds with children are above
 
     def shortest_bytes(self, n: ir.Node) -> int | None:
         """Bytes in the shortest string of a pure node without set operations (``node_facts``);
-        None if it has none."""
-        return _bottom_up(n, self.shortest_memo, self._shortest_children, self._shortest_of)
+        None if it has none. One walk without callbacks; literals are read from their parent."""
+        memo = self.shortest_memo
+        if n in memo:
+            return memo[n]
+        stack: list[tuple[ir.Node, tuple[ir.Node, ...] | None]] = [(n, None)]
+        while stack:
+            m, kids = stack.pop()
+            if kids is not None:
+                memo[m] = self._combine_shortest(m, kids)
+                continue
+            if m in memo:
+                continue
+            closed = ir.closed_facts(m)
+            if closed is not None and closed.plain:
+                memo[m] = closed.shortest
+                continue
+            cls = m.__class__
+            if cls is ir.Seq or cls is ir.Alt:
+                kids = m.items  # type: ignore[attr-defined]
+            elif cls is ir.Repeat:
+                if m.min == 0 or m.max == 0:  # type: ignore[attr-defined]
+                    memo[m] = 0
+                    continue
+                kids = (m.item,)  # type: ignore[attr-defined]
+            elif cls is ir.Ref:
+                if m.name in self.dead:  # type: ignore[attr-defined]
+                    memo[m] = None
+                    continue
+                kids = (self.g.rules[m.name],)  # type: ignore[attr-defined]
+            else:
+                memo[m] = _leaf_shortest(m)
+                continue
+            if not kids:  # the empty sequence or choice
+                memo[m] = 0 if cls is ir.Seq else None
+                continue
+            stack.append((m, kids))
+            for k in kids:
+                if k.__class__ is not ir.Literal and k not in memo:
+                    stack.append((k, None))
+        return memo[n]
 
-    def _shortest_children(self, n: ir.Node) -> tuple[ir.Node, ...]:
-        closed = ir.closed_facts(n)
-        if closed is not None and closed.plain:
-            return ()
-        if isinstance(n, (ir.Seq, ir.Alt)):
-            return n.items
-        if isinstance(n, ir.Repeat):
-            return () if n.min == 0 or n.max == 0 else (n.item,)
-        if isinstance(n, ir.Ref):
-            return () if n.name in self.dead else (self.g.rules[n.name],)
-        return ()
-
-    def _shortest_of(self, n: ir.Node, kids: list[int | None]) -> int | None:
-        closed = ir.closed_facts(n)
-        if closed is not None and closed.plain:
-            return closed.shortest
-        if isinstance(n, ir.Literal):
-            return len(n.data)
-        if isinstance(n, ir.ByteClass):
-            return 1 if n.byte_ranges() else None
-        if isinstance(n, ir.CharClass):
-            cps = n.codepoints()
-            return _utf8_length(cps[0][0]) if cps else None
-        if isinstance(n, ir.Seq):
-            return None if None in kids else sum(kids)  # type: ignore[arg-type]
-        if isinstance(n, ir.Alt):
-            return min((p for p in kids if p is not None), default=None)
-        if isinstance(n, ir.Repeat):
-            if n.min == 0 or n.max == 0:
-                return 0
-            return None if kids[0] is None else n.min * kids[0]
-        if isinstance(n, ir.Ref):
-            return kids[0] if kids else None
-        # pragma: no cover - pure nodes without set operations are the kinds above
-        raise TypeError(f"no shortest length for {type(n).__name__}")
+    def _combine_shortest(self, n: ir.Node, kids: tuple[ir.Node, ...]) -> int | None:
+        """The shortest length of inner node ``n`` (or a followed reference) from its children's."""
+        memo = self.shortest_memo
+        cls = n.__class__
+        if cls is ir.Seq:
+            total = 0
+            for k in kids:
+                v = len(k.data) if k.__class__ is ir.Literal else memo[k]  # type: ignore[attr-defined]
+                if v is None:
+                    return None
+                total += v
+            return total
+        if cls is ir.Alt:
+            best: int | None = None
+            for k in kids:
+                v = len(k.data) if k.__class__ is ir.Literal else memo[k]  # type: ignore[attr-defined]
+                if v is not None and (best is None or v < best):
+                    best = v
+            return best
+        k = kids[0]
+        v = len(k.data) if k.__class__ is ir.Literal else memo[k]  # type: ignore[attr-defined]
+        if cls is ir.Repeat:
+            return None if v is None else n.min * v  # type: ignore[attr-defined]
+        return v  # a reference: its rule's
 
     def rule_bound(self, name: object) -> int | None:
         """:meth:`completion_bound` of the pure rule ``name`` (a lazy term's key)."""
@@ -267,42 +322,44 @@ class _Lowering:
             return t
         check_deadline()
         s = self.s
-        if isinstance(n, ir.Literal):
-            t = s.seq_list([self.byte_term(b) for b in n.data])
-        elif isinstance(n, ir.ByteClass):
-            t = s.bytes_(mask_of_ranges(n.byte_ranges()))
-        elif isinstance(n, ir.CharClass):
-            seqs = class_sequences(n.codepoints())
-            t = s.alt([s.seq_list([s.bytes_(mask_of(lo, hi)) for lo, hi in seq]) for seq in seqs])
-        elif isinstance(n, ir.Seq):
+        cls = n.__class__  # the kinds in the order a translated grammar holds the most of them
+        if cls is ir.Ref:
+            t = self.ref(n.name)  # type: ignore[attr-defined]
+        elif cls is ir.Seq:
             # a literal's bytes go straight into the sequence: lowered on its own and then
             # joined, its chain of terms would be copied once more for the tail (seq keeps
             # sequences right-nested), which for a long literal doubles the terms
             parts: list[int] = []
-            for i in n.items:
-                if isinstance(i, ir.Literal) and i not in self.memo:
-                    parts.extend([self.byte_term(b) for b in i.data])
+            memo = self.memo
+            for i in n.items:  # type: ignore[attr-defined]
+                if i.__class__ is ir.Literal and i not in memo:
+                    parts.extend([self.byte_term(b) for b in i.data])  # type: ignore[attr-defined]
                 else:
                     parts.append(self.lower(i))
             t = s.seq_list(parts)
-        elif isinstance(n, ir.Alt):
-            t = s.alt([self.lower(i) for i in n.items])
-        elif isinstance(n, ir.Repeat):
-            t = s.repeat(self.lower(n.item), n.min, n.max)
-        elif isinstance(n, ir.Ref):
-            t = self.ref(n.name)
-        elif isinstance(n, ir.Token):
-            idx = self.atom_index.get(n)
+        elif cls is ir.Alt:
+            t = s.alt([self.lower(i) for i in n.items])  # type: ignore[attr-defined]
+        elif cls is ir.Literal:
+            t = s.seq_list([self.byte_term(b) for b in n.data])  # type: ignore[attr-defined]
+        elif cls is ir.CharClass:
+            seqs = class_sequences(n.codepoints())  # type: ignore[attr-defined]
+            t = s.alt([s.seq_list([s.bytes_(mask_of(lo, hi)) for lo, hi in seq]) for seq in seqs])
+        elif cls is ir.Repeat:
+            t = s.repeat(self.lower(n.item), n.min, n.max)  # type: ignore[attr-defined]
+        elif cls is ir.ByteClass:
+            t = s.bytes_(mask_of_ranges(n.byte_ranges()))  # type: ignore[attr-defined]
+        elif cls is ir.Token:
+            idx = self.atom_index.get(n)  # type: ignore[call-overload]
             if idx is None:
-                idx = self.atom_index[n] = len(self.atoms)
-                self.atoms.append(n)
+                idx = self.atom_index[n] = len(self.atoms)  # type: ignore[index]
+                self.atoms.append(n)  # type: ignore[arg-type]
             t = s.sym(token_symbol(idx))
-        elif isinstance(n, ir.Lexeme):
-            t = s.poss(self.lower(n.item))
-        elif isinstance(n, ir.Difference):
-            t = s.diff(self.lower(n.left), self.lower(n.right))
-        elif isinstance(n, ir.Intersection):
-            t = s.and_(self.lower(n.left), self.lower(n.right))
+        elif cls is ir.Lexeme:
+            t = s.poss(self.lower(n.item))  # type: ignore[attr-defined]
+        elif cls is ir.Difference:
+            t = s.diff(self.lower(n.left), self.lower(n.right))  # type: ignore[attr-defined]
+        elif cls is ir.Intersection:
+            t = s.and_(self.lower(n.left), self.lower(n.right))  # type: ignore[attr-defined]
         else:  # pragma: no cover
             raise TypeError(f"unknown node {n!r}")
         self.memo[n] = t
@@ -330,7 +387,7 @@ class _Lowering:
         if t is None:
             if name not in self.g.rules:
                 raise GrammarError(f"rule {name!r} is an unbound extern; bind it before compiling", rule=name)
-            pure, nullable, setop = self.node_facts(ir.Ref(name))
+            pure, nullable, setop = self.node_facts(self.g.rules[name])  # a live inlined rule's body
             if pure:
                 # a regular rule is built when a generation first reaches it
                 t = self.s.lazy(name, nullable, HAS_SETOP if setop else 0)
@@ -343,6 +400,37 @@ class _Lowering:
                 t = self.lower(self.g.rules[name])
             self.inlined[name] = t
         return t
+
+
+#: facts of a pure leaf that derives no empty string; of a call, token or greedy lexeme
+_PURE_LEAF = (True, False, False)
+_IMPURE = (False, False, False)
+#: node kinds whose facts :meth:`_Lowering.node_facts` reads from their parent (the same whether
+#: or not the leaf is marked closed)
+_FACT_LEAVES = frozenset({ir.Literal, ir.CharClass, ir.ByteClass})
+
+
+def _leaf_facts(n: ir.Node) -> tuple[bool, bool, bool] | None:
+    """The facts of a literal or a character or byte class, else None."""
+    cls = n.__class__
+    if cls is ir.Literal:
+        return (True, not n.data, False)  # type: ignore[attr-defined]
+    if cls is ir.CharClass or cls is ir.ByteClass:
+        return _PURE_LEAF
+    return None
+
+
+def _leaf_shortest(n: ir.Node) -> int | None:
+    """The shortest length of a leaf of a pure node without set operations."""
+    if isinstance(n, ir.Literal):
+        return len(n.data)
+    if isinstance(n, ir.ByteClass):
+        return 1 if n.byte_ranges() else None
+    if isinstance(n, ir.CharClass):
+        cps = n.codepoints()
+        return _utf8_length(cps[0][0]) if cps else None
+    # pragma: no cover - pure nodes without set operations are the kinds above
+    raise TypeError(f"no shortest length for {type(n).__name__}")
 
 
 def _bottom_up(

@@ -96,6 +96,10 @@ class TermStore:
         tid = self._intern.get(key)
         if tid is not None:
             return tid
+        return self._new(key, kind, a, b, nullable, flags)
+
+    def _new(self, key: tuple, kind: int, a: int, b: object, nullable: bool, flags: int) -> int:
+        """A new term for ``key``, which the caller looked up and did not find."""
         tid = len(self.kind)
         if tid >= self.max_terms:
             raise LimitError("the grammar's automata grew too large", limit="max_terms", value=self.max_terms)
@@ -181,8 +185,24 @@ class TermStore:
 
     def seq_list(self, items: list[int]) -> int:
         out = EMPTY
+        kind, intern = self.kind, self._intern
         for t in reversed(items):
-            out = self.seq(t, out)
+            if t > EMPTY and out > EMPTY and kind[t] != SEQ_K:
+                # :meth:`seq`'s last case, its lookup in place (a literal's bytes are lowered here)
+                key = (SEQ_K, t, out)
+                tid = intern.get(key)
+                if tid is None:
+                    tid = self._new(
+                        key,
+                        SEQ_K,
+                        t,
+                        out,
+                        self.nullable[t] and self.nullable[out],
+                        self.flags[t] | self.flags[out],
+                    )
+                out = tid
+            else:
+                out = self.seq(t, out)
         return out
 
     def alt(self, items: list[int] | tuple[int, ...]) -> int:
@@ -244,7 +264,11 @@ class TermStore:
             m: int = self.b[a[t]]  # type: ignore[assignment]
             if m & (m - 1):
                 continue  # not a single byte
-            b, n, end = self._run(t)
+            u: int = self.b[t]  # type: ignore[assignment]
+            if kind[u] == SEQ_K and a[u] == a[t]:
+                b, n, end = self._run(t)
+            else:  # a run of one byte (most options: a key's quote, then its first letter)
+                b, n, end = m.bit_length() - 1, 1, u
             star = a[end] if kind[end] == SEQ_K else end
             if kind[star] != REPEAT_K or self.b[star] != (0, None) or self.flags[star] & (HAS_POSS | HAS_SYM):
                 continue

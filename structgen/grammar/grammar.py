@@ -30,7 +30,9 @@ class Grammar:
     ``rules`` maps rule names to bodies; every :class:`~structgen.grammar.ir.Ref` must name a rule
     or an unbound ``grammar`` extern. ``externs`` lists GLRM ``extern`` slots still to be bound
     with :meth:`bind`: a ``token`` extern appears in bodies as ``Token(name=NAME)``, a ``grammar``
-    extern as ``Ref(NAME)``.
+    extern as ``Ref(NAME)``. ``recursive`` names the rules on cycles of references where the
+    builder found them already on these rules (the JSON Schema translator's clean-up); it is
+    trusted, not checked.
     """
 
     __slots__ = ("_rules", "_start", "_externs", "_hash", "_recursive", "_derived")
@@ -42,6 +44,7 @@ class Grammar:
         *,
         externs: Mapping[str, ExternKind] | None = None,
         limits: GrammarLimits = DEFAULT_GRAMMAR_LIMITS,
+        recursive: frozenset[str] | None = None,
     ) -> None:
         items = list(rules.items()) if isinstance(rules, Mapping) else list(rules)
         table: dict[str, ir.Node] = {}
@@ -55,7 +58,9 @@ class Grammar:
         self._start = start
         self._externs = MappingProxyType(dict(externs or {}))
         self._hash = hash((start, frozenset(table.items()), frozenset(self._externs.items())))
-        self._recursive: frozenset[str] | None = None
+        # the rules on cycles, where the builder found them on these rules already (the schema
+        # translator's clean-up; tests compare them with the grammar's own), else found here
+        self._recursive: frozenset[str] | None = recursive
         # data other modules derive from the grammar (matcher automata...), computed once
         self._derived: dict[str, Any] = {}
         self._validate(limits)
@@ -123,7 +128,8 @@ class Grammar:
                 )
             if not refs <= self._rules.keys():
                 self._refuse_undefined(name, body)
-            graph[name] = sorted(refs & self._rules.keys())
+            if self._recursive is None:
+                graph[name] = sorted(refs & self._rules.keys())
             if setops:
                 with_setops.append(name)
         if self._recursive is None:
@@ -415,12 +421,21 @@ def _scan(body: ir.Node) -> tuple[int, set[str], bool]:
             continue
         if isinstance(n, (ir.Lexeme, ir.Difference, ir.Intersection)):
             setops = True
-        stack.append((n, True))
+        # the node's second visit is queued before its first inner child: a node whose children
+        # are all leaves and references (most of them) has depth 2 at once
+        inner = False
         for c in kids:
-            if c.__class__ in leaves:
+            cls = c.__class__
+            if cls in leaves:
                 continue
-            if isinstance(c, ir.Ref):
-                refs.add(c.name)
-            elif id(c) not in depth:
+            if cls is ir.Ref:
+                refs.add(c.name)  # type: ignore[attr-defined]
+                continue
+            if not inner:
+                stack.append((n, True))
+                inner = True
+            if id(c) not in depth:
                 stack.append((c, False))
+        if not inner:
+            depth[id(n)] = 2
     return depth[id(body)], refs, setops

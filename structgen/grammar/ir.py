@@ -104,7 +104,7 @@ class Literal(Node):
     def __post_init__(self) -> None:
         if not isinstance(self.data, bytes):
             raise TypeError("Literal.data must be bytes")
-        _cached_hash(self, self.data)
+        object.__setattr__(self, "_hash", hash(("Literal", self.data)))  # _cached_hash's value, without the call
 
     def __hash__(self) -> int:
         return self._hash
@@ -173,7 +173,7 @@ class Ref(Node):
     _hash: int = field(init=False, compare=False, default=0)
 
     def __post_init__(self) -> None:
-        _cached_hash(self, self.name)
+        object.__setattr__(self, "_hash", hash(("Ref", self.name)))  # _cached_hash's value, without the call
 
     def __hash__(self) -> int:
         return self._hash
@@ -378,28 +378,33 @@ def char(*ranges: tuple[int, int] | str, negated: bool = False) -> CharClass:
 
 def seq(*items: Node) -> Node:
     """Concatenation, flattening nested sequences and dropping empty parts."""
-    out: list[Node] = []
-    for it in items:
-        if isinstance(it, Seq):
-            out.extend(it.items)
-        elif isinstance(it, Literal) and not it.data:
-            continue
-        elif it.__class__ is Alt and not it.items:  # ``it == NOTHING`` without the dataclass __eq__ calls
-            return NOTHING
-        else:
-            out.append(it)
-    # merge runs of adjacent literals ("a" "b" means "ab"), joining each run once (linear); every
-    # literal of the result is a new object (the inliner's size limit counts distinct objects)
+    # one pass: runs of adjacent literals ("a" "b" means "ab") are joined as they end, each once
+    # (linear); every literal of the result is a new object (the inliner's size limit counts
+    # distinct objects). Parts of a nested sequence are taken as they are (only their literals
+    # join their neighbours'); an empty literal is dropped only at the top.
     merged: list[Node] = []
     run: list[bytes] = []
-    for it in out:
-        if isinstance(it, Literal):
-            run.append(it.data)
-            continue
-        if run:
-            merged.append(Literal(b"".join(run)))
-            run = []
-        merged.append(it)
+    for it in items:
+        cls = it.__class__
+        if cls is Literal:
+            if it.data:  # type: ignore[attr-defined]
+                run.append(it.data)  # type: ignore[attr-defined]
+        elif cls is Seq:
+            for sub in it.items:  # type: ignore[attr-defined]
+                if sub.__class__ is Literal:
+                    run.append(sub.data)  # type: ignore[attr-defined]
+                else:
+                    if run:
+                        merged.append(Literal(b"".join(run)))
+                        run = []
+                    merged.append(sub)
+        elif cls is Alt and not it.items:  # type: ignore[attr-defined]
+            return NOTHING  # ``it == NOTHING`` without the dataclass __eq__ calls
+        else:
+            if run:
+                merged.append(Literal(b"".join(run)))
+                run = []
+            merged.append(it)
     if run:
         merged.append(Literal(b"".join(run)))
     return merged[0] if len(merged) == 1 else Seq(tuple(merged))

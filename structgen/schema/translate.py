@@ -21,7 +21,7 @@ from .emit import Emitter
 from .loader import Document
 from .model import Handle, Loc
 from .options import SchemaOptions, make_options
-from .trim import trim
+from .trim import trim_rules
 
 
 @dataclass(frozen=True)
@@ -78,12 +78,13 @@ def _compile(schema: Any, opts: SchemaOptions) -> SchemaCompilation:
         recursive = frozenset(em1.name_handle[n] for n in rec_names if n in em1.name_handle)
     ctx, em, start = _emit(doc, opts, pretty_depths=pretty, recursive=recursive)
     check_deadline()
-    rules = trim(em.rules, start)
+    rules, recursive_rules = trim_rules(em.rules, start)
     check_deadline()
     if not rules:
         kw, ptr = ctx.empty_reason or ("false", "")
         raise SchemaError("the schema accepts no JSON value", keyword=kw, pointer=ptr)
-    grammar = Grammar(rules, start, limits=GrammarLimits(max_rules=max(opts.max_rules, 1)))
+    # the clean-up found the recursive rules already (tests compare them with the grammar's own)
+    grammar = Grammar(rules, start, limits=GrammarLimits(max_rules=max(opts.max_rules, 1)), recursive=recursive_rules)
     declare_all_productive(grammar)  # trim kept only productive rules
     return SchemaCompilation(
         grammar,

@@ -12,7 +12,7 @@ Everything is iterative: grammars may have many rules and long chains.
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, NamedTuple
 
 from .. import caches
 from ..deadline import check_deadline
@@ -25,7 +25,9 @@ def _rebuild(node: ir.Node, leaf: Callable[[ir.Node], ir.Node]) -> ir.Node:
     (which must return every other leaf as it is).
 
     Shared subtrees (format grammars share most of theirs) are rebuilt once; closed ones (no
-    ``Ref``, :func:`ir.mark_closed`) are kept without a look inside."""
+    ``Ref``, :func:`ir.mark_closed`) are kept without a look inside, and so are leaves other than
+    references, which ``leaf`` keeps: they are read from their parent, not visited."""
+    plain = _PLAIN_LEAVES
     done: dict[int, ir.Node] = {}
     stack: list[tuple[ir.Node, bool]] = [(node, False)]
     while stack:
@@ -41,9 +43,9 @@ def _rebuild(node: ir.Node, leaf: Callable[[ir.Node], ir.Node]) -> ir.Node:
             continue
         if not expanded:
             stack.append((n, True))
-            stack.extend((c, False) for c in kids)
+            stack.extend((c, False) for c in kids if c.__class__ not in plain)
             continue
-        new = [done[id(c)] for c in kids]
+        new = [c if c.__class__ in plain else done[id(c)] for c in kids]
         if all(a is b for a, b in zip(new, kids)):
             done[id(n)] = n
         elif isinstance(n, ir.Seq):
@@ -119,6 +121,11 @@ def _productive_node(node: ir.Node, productive: set[str]) -> bool:
 
 def _known_productive(n: ir.Node, productive: set[str], value: dict[int, bool]) -> bool | None:
     """The productivity of ``n`` when no child needs to be looked at, else None."""
+    cls = n.__class__
+    if cls is ir.Ref:  # never closed nor a frame of the walk: the checks below would not apply
+        return n.name in productive  # type: ignore[attr-defined]
+    if cls is ir.Literal or cls is ir.Token:  # closed or not, they derive a string
+        return True
     known = value.get(id(n))
     if known is not None:
         return known
@@ -128,14 +135,10 @@ def _known_productive(n: ir.Node, productive: set[str], value: dict[int, bool]) 
     facts = ir.closed_facts(n)
     if facts is not None and facts.plain:
         return facts.shortest is not None
-    if isinstance(n, ir.Ref):
-        return n.name in productive
     if isinstance(n, ir.CharClass):
         return bool(n.codepoints())
     if isinstance(n, ir.ByteClass):
         return bool(n.byte_ranges())
-    if isinstance(n, (ir.Literal, ir.Token)):
-        return True
     if isinstance(n, (ir.Seq, ir.Alt)):
         if not n.items:  # the empty sequence matches "", the empty choice nothing
             return isinstance(n, ir.Seq)
@@ -168,30 +171,40 @@ def _remember_closed(n: ir.Node, v: bool) -> None:
 #: node kinds without children that are not references: the walks for references step over them
 #: (a translated grammar's nodes are nearly half literals)
 _PLAIN_LEAVES = frozenset({ir.Literal, ir.CharClass, ir.ByteClass, ir.Token})
+#: inner nodes :func:`_ref_counts` may meet again beyond the number of distinct ones before it
+#: counts paths instead of expanding the tree
+_TREE_SLACK = 64
+#: every node kind without children
+_LEAVES = _PLAIN_LEAVES | {ir.Ref}
 
 
 def _ref_counts(node: ir.Node) -> dict[str, int]:
     """How often each rule is referenced in the tree of ``node`` (a shared subtree counts once per
     place it occurs), names in the order a left-to-right pre-order walk first meets them.
 
-    Bodies are DAGs (format grammars share subtrees heavily): one walk visits each distinct node
-    once; only when some node was met twice are path counts propagated, instead of expanding
-    the tree. Leaves other than references are not visited: they hold no reference, and sharing
-    one changes no count."""
+    Bodies are DAGs (format grammars share subtrees heavily): the walk expands the tree, which
+    counts every place exactly, while it meets shared inner nodes again no more often than it
+    meets new ones (a key's trie shares one ``string-char*`` among all its levels); past that,
+    path counts are propagated over the distinct nodes instead of expanding the tree. Leaves
+    other than references are not visited: they hold no reference, and sharing one changes no
+    count. Both orders of first meeting are the same: a subtree met again holds no name not met
+    in it before."""
     leaves = _PLAIN_LEAVES
     out: dict[str, int] = {}
-    # a walk that counts every reference it meets: exact while no inner node is met twice (then
-    # every inner node has one path from the root, and each meeting of a reference is one place)
     seen: set[int] = set()
+    again = 0  # inner nodes met again, expanded once more
     stack = [node]
     while stack:
         n = stack.pop()
-        if isinstance(n, ir.Ref):
-            out[n.name] = out.get(n.name, 0) + 1
+        if n.__class__ is ir.Ref:
+            out[n.name] = out.get(n.name, 0) + 1  # type: ignore[attr-defined]
             continue
         if id(n) in seen:
-            break
-        seen.add(id(n))
+            again += 1
+            if again > len(seen) + _TREE_SLACK:
+                break
+        else:
+            seen.add(id(n))
         if not ir.is_closed(n):  # no Ref inside a closed subtree
             stack.extend(c for c in reversed(n.children()) if c.__class__ not in leaves)
     else:
@@ -236,30 +249,51 @@ def _post_order_nodes(node: ir.Node, leaves: frozenset[type], preorder: list[ir.
 
 def _depth(node: ir.Node, memo: dict[int, tuple[ir.Node, int]]) -> int:
     """:func:`ir.depth` with a memo shared across calls (keyed by identity; the memo keeps the
-    nodes alive so that identities are not reused): inlining nests the same bodies repeatedly."""
+    nodes alive so that identities are not reused): inlining nests the same bodies repeatedly.
+    Leaves (depth 1) are read from their parent, not visited or remembered: a translated
+    grammar's nodes are nearly half literals and references."""
+    leaves = _LEAVES
+    if node.__class__ in leaves:
+        return 1
     stack: list[tuple[ir.Node, bool]] = [(node, False)]
     while stack:
         n, expanded = stack.pop()
+        if expanded:
+            d = 1
+            for c in n.children():
+                if c.__class__ not in leaves:
+                    cd = memo[id(c)][1]
+                    if cd > d:
+                        d = cd
+            memo[id(n)] = (n, d + 1)
+            continue
         if id(n) in memo:
             continue
         if ir.is_closed(n):
             memo[id(n)] = (n, ir.depth(n))  # remembered when it was marked
             continue
         kids = n.children()
-        if kids and not expanded:
-            stack.append((n, True))
-            stack.extend((c, False) for c in kids if id(c) not in memo)
+        if not kids:  # the empty sequence or choice
+            memo[id(n)] = (n, 1)
             continue
-        memo[id(n)] = (n, 1 + max((memo[id(c)][1] for c in kids), default=0))
+        stack.append((n, True))
+        stack.extend((c, False) for c in kids if c.__class__ not in leaves and id(c) not in memo)
     return memo[id(node)][1]
 
 
 def _larger_than(node: ir.Node, limit: int) -> bool:
-    count = 0
-    for _ in ir.iter_distinct(node):
-        count += 1
-        if count > limit:
+    """Whether ``node`` has more than ``limit`` distinct node objects (:func:`ir.iter_distinct`'s
+    count, walked in place without its generator)."""
+    seen: set[int] = set()
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        if len(seen) > limit:
             return True
+        stack.extend(n.children())
     return False
 
 
@@ -321,15 +355,30 @@ INLINE_MAX_RULES = 2000
 INLINE_MAX_NODES = 400
 
 
+class Trimmed(NamedTuple):
+    """What :func:`trim_rules` leaves, and what it found on the way."""
+
+    rules: dict[str, ir.Node]
+    #: the rules on cycles of references (the same on the rules before and after inlining: a
+    #: rule inlined is on no cycle), None where the inliner did not run
+    recursive: frozenset[str] | None
+
+
 def trim(rules: dict[str, ir.Node], start: str, *, inline_depth: int = 40, max_depth: int = 150) -> dict[str, ir.Node]:
     """Productive, reachable rules with single-use rules inlined; ``{}`` if ``start`` derives nothing."""
+    return trim_rules(rules, start, inline_depth=inline_depth, max_depth=max_depth).rules
+
+
+def trim_rules(rules: dict[str, ir.Node], start: str, *, inline_depth: int = 40, max_depth: int = 150) -> Trimmed:
+    """:func:`trim`, with the recursive rules where the inliner found them (a grammar built from
+    the rules is given them instead of finding them again)."""
     refs: dict[str, dict[str, int]] = {}
     for name, body in rules.items():
         check_deadline()
         refs[name] = _ref_counts(body)
     productive = productive_rules(rules, refs)
     if start not in productive:
-        return {}
+        return Trimmed({}, None)
     dead = set(rules) - productive
 
     def cut(n: ir.Node) -> ir.Node:
@@ -355,26 +404,26 @@ def trim(rules: dict[str, ir.Node], start: str, *, inline_depth: int = 40, max_d
         i += 1
     cleaned = {name: cleaned[name] for name in order}
     if len(cleaned) > INLINE_MAX_RULES:
-        return cleaned
+        return Trimmed(cleaned, None)
     return _inline(cleaned, {n: refs[n] for n in order}, start, inline_depth, max_depth)
 
 
 def _inline(
     rules: dict[str, ir.Node], refs: dict[str, dict[str, int]], start: str, inline_depth: int, max_depth: int
-) -> dict[str, ir.Node]:
+) -> Trimmed:
     count: dict[str, int] = {}
     for name in rules:
         for r, k in refs[name].items():
             count[r] = count.get(r, 0) + k
     graph = {name: [r for r in refs[name] if r in rules] for name in rules}
-    recursive = nodes_on_cycles(graph)
+    recursive = frozenset(nodes_on_cycles(graph))
     candidates = {
         n
         for n, c in count.items()
         if c == 1 and n != start and n not in recursive and n in rules and not _larger_than(rules[n], INLINE_MAX_NODES)
     }
     if not candidates:
-        return rules
+        return Trimmed(rules, recursive)
     order = _post_order(graph)
     final: dict[str, ir.Node] = {}
     depth_of: dict[str, int] = {}
@@ -393,7 +442,7 @@ def _inline(
         final[name] = body
         if name in candidates:
             depth_of[name] = _depth(body, memo)
-    return {name: final[name] for name in rules if name not in inlined}
+    return Trimmed({name: final[name] for name in rules if name not in inlined}, recursive)
 
 
 caches.register_dict("schema.trim.closed_productive", _CLOSED_PRODUCTIVE)
