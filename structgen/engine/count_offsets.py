@@ -81,25 +81,35 @@ class CountOffsets:
         self.bound = max_token_bytes + 2
         #: configuration -> its position (itself where no count is held aside)
         self.positions: dict[int, int] = {}
-        self._counted: dict[int, Counted | None] = {}
+        self._counted: dict[int, Counted] = {}
         #: (representative, token) -> (configuration after it, units begun while staying in the
         #: repetition; -1 where the count no longer matters; None where the steps did not keep
-        #: the form, so the real configuration is stepped)
-        self._moves: dict[tuple[int, int], tuple[int, int | None]] = {}
+        #: the form, so the real configuration is stepped; and the representative after it)
+        self._moves: dict[tuple[int, int], tuple[int, int | None, int | None]] = {}
         #: (configuration, count) -> the configuration rebuilt at that count
         self._rebuilt: dict[tuple[int, int], int] = {}
 
     def nbytes(self) -> int:
-        """An estimate of the memos' bytes: a dictionary slot, a key and a value per entry."""
-        return 150 * (len(self.positions) + len(self._counted) + len(self._moves) + len(self._rebuilt))
+        """An estimate of the memos' bytes: a dictionary slot and small ints per position (about
+        100 B with tracemalloc), a tuple more per other entry."""
+        return 100 * len(self.positions) + 200 * (len(self._counted) + len(self._moves) + len(self._rebuilt))
 
     def position(self, cid: int) -> int:
         """The position of configuration ``cid`` (``cid`` itself unless a long count is held
         aside)."""
         found = self.positions.get(cid)
         if found is None:
-            counted = self.counted(cid) if self.enabled else None
-            found = cid if counted is None else self._held(cid, counted, counted.hi)
+            system = self.system
+            stacks = system.configs[cid]
+            counted = None
+            if self.enabled and len(stacks) == 1 and self.store.flags[system.stack_top[stacks[0]]] & HAS_COUNT:
+                # counts within ``T`` are never held: not rebuilt to be checked (most counted tops)
+                counted = self._find(cid, self.bound + 1)
+            if counted is None:
+                found = cid
+            else:
+                self._counted[cid] = counted
+                found = self._held(cid, counted, counted.hi)
             self.positions[cid] = found
         return found
 
@@ -108,12 +118,11 @@ class CountOffsets:
         token is refused. ``commit(cid, token)`` is the constraint's commit of a configuration."""
         rep, offset = position & CONFIG_MASK, position >> CONFIG_BITS
         counted = self._counted[rep]  # a position with an offset is made at a counted one only
-        assert counted is not None
         key = (rep, token)
         move = self._moves.get(key)
         if move is None:
             move = self._moves[key] = self._move(rep, counted, token, commit)
-        nxt, begun = move
+        nxt, begun, held = move
         if begun is None:
             # not the shape the steps keep (a token ending where the unit and the rest overlap):
             # the real configuration is stepped, and the count held aside again where it can be
@@ -122,13 +131,14 @@ class CountOffsets:
             return DEAD
         if begun < 0:
             return self.position(nxt)  # the count no longer matters: this is the real one
-        after = self._counted[nxt]
-        assert after is not None
-        return self._held(nxt, after, counted.hi + offset - begun)
+        count = counted.hi + offset - begun
+        if count > self.bound and held is not None:
+            return held | (count - self.bound) << CONFIG_BITS
+        return self._at(nxt, self._counted[nxt], count)
 
     def _move(
         self, rep: int, counted: Counted, token: int, commit: Callable[[int, int], int]
-    ) -> tuple[int, int | None]:
+    ) -> tuple[int, int | None, int | None]:
         """What ``token`` does from ``rep``, found by committing it at two counts (``T`` and
         ``T + 1``): the same configuration after both, the count no longer matters (the token
         left the repetition, or is refused); the repetition one count apart after both, the
@@ -137,7 +147,7 @@ class CountOffsets:
         nxt = commit(rep, token)
         other = commit(self._at(rep, counted, counted.hi + 1), token)
         if nxt == other:
-            return nxt, -1
+            return nxt, -1, None
         after = self.counted(nxt) if nxt != DEAD else None
         if (
             after is not None
@@ -147,8 +157,9 @@ class CountOffsets:
             and after.hi <= counted.hi
             and other == self._at(nxt, after, after.hi + 1)
         ):
-            return nxt, counted.hi - after.hi
-        return nxt, None
+            rep = self._at(nxt, after, self.bound)
+            return nxt, counted.hi - after.hi, rep if self.counted(rep) is not None else None
+        return nxt, None, None
 
     def _held(self, cid: int, counted: Counted, count: int) -> int:
         """The position of ``cid`` (of ``counted``) at the real count ``count``: the
@@ -160,13 +171,17 @@ class CountOffsets:
         return self._at(cid, counted, count)
 
     def counted(self, cid: int) -> Counted | None:
-        """``cid`` as a :class:`Counted` configuration, or None."""
-        found = self._counted.get(cid, False)
-        if found is False:
-            found = self._counted[cid] = self._find(cid)
-        return found  # type: ignore[return-value]
+        """``cid`` as a :class:`Counted` configuration, or None (not remembered: asked once per
+        configuration, by :meth:`position`, where it is not one)."""
+        found = self._counted.get(cid)
+        if found is None:
+            found = self._find(cid)
+            if found is not None:
+                self._counted[cid] = found
+        return found
 
-    def _find(self, cid: int) -> Counted | None:
+    def _find(self, cid: int, least: int = 2) -> Counted | None:
+        """:meth:`counted`, for a count of at least ``least``."""
         system, store = self.system, self.store
         stacks = system.configs[cid]
         if len(stacks) != 1:
@@ -187,7 +202,7 @@ class CountOffsets:
                 return None
             if kind[head] == REPEAT_K and b[head][1] is not None:  # type: ignore[index]
                 lo, hi = b[head]  # type: ignore[misc]
-                if lo != 0 or hi < 2:
+                if lo != 0 or hi < least:
                     return None
                 found = Counted(parent, tuple(parts), a[head], hi, rest)  # type: ignore[arg-type]
                 return found if self._top(found, hi) == top else None
