@@ -334,3 +334,36 @@ def test_held_counts_survive_save_load_and_aot(llama3: Vocab) -> None:
         for s in states:
             assert s.commit_token(tok)
     assert any(s._history[-1] != s.config for s in states[:-1])
+
+
+@pytest.mark.parametrize("which", ["string", "nested"])
+def test_memory_estimate_follows_the_heap(llama3: Vocab, which: str) -> None:
+    """``Constraint.memory_bytes()`` (what ``max_memory_bytes`` bounds) grows with the heap a
+    token adds, within 1.5x (measured 1.50 and 1.36; the allowance here is 1.6): a token inside
+    ``maxLength: 1000000`` with ``count_offsets`` off (a configuration, a stack, two terms) and
+    any JSON nested a level a token (a configuration, two stacks). The per-item costs were about
+    3x the heap before (4,248 B estimated against 1,395 allocated a token in the first)."""
+    import gc
+    import tracemalloc
+
+    if which == "string":
+        c = Constraint.compile(json_schema_to_grammar(_LONG), llama3, tuning=_OFF)
+        tokens = _text_tokens(llama3, 700, b'"', _TEXT.encode())
+    else:
+        c = Constraint.compile(json_schema_to_grammar({}), llama3)
+        tokens = greedy_tokens(llama3, b"[") * 700
+    state = c.start()
+    _walk(state, tokens[:300])
+    gc.collect()
+    est0 = c.memory_bytes()
+    tracemalloc.start()
+    try:
+        heap0 = tracemalloc.get_traced_memory()[0]
+        _walk(state, tokens[300:])
+        gc.collect()
+        heap = tracemalloc.get_traced_memory()[0] - heap0
+    finally:
+        tracemalloc.stop()
+    est = c.memory_bytes() - est0
+    assert heap > 0
+    assert heap / 1.6 <= est <= heap * 1.6, (est, heap)

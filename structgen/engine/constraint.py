@@ -45,13 +45,17 @@ from .trie_cache import token_trie_for
 from .tuning import DEFAULT_ENGINE_TUNING, EngineTuning
 
 #: Bytes one configuration, stack or term costs with everything remembered about it (memos,
-#: indexes, derivatives), beside the table row and masks counted as allocated: measured with
-#: tracemalloc on a long ``maxLength`` string, ``^(a|b)*a(a|b){24}$`` and JSON nested 1,000 deep
-#: (about 2 KB per configuration in the first, 800 B per term in the second, 600 B per stack in
-#: the third), rounded up
-MEMORY_PER_CONFIG = 2048
-MEMORY_PER_STACK = 600
-MEMORY_PER_TERM = 800
+#: indexes, derivatives), beside the table row and masks counted as allocated. Fitted to
+#: tracemalloc (``benchmarks/memory_per_token.py``, Llama 3): a token inside ``maxLength:
+#: 1000000`` with ``count_offsets`` off (a configuration, a stack, two terms: 1,457 B), any JSON
+#: nested a level a token (a configuration, two stacks: 1,070 B), ``(a|b)*a(a|b){24}`` (11.2 of
+#: each a token: 2.2 KB each beside the rows), so that the estimate is within 1.5x of each; and
+#: not below what a constraint allocates over the walks of each schema of ``schemas/`` (the
+#: tightest, ``constrained``: 641 configurations, 717 stacks, 2,145 terms). 2,048 / 600 / 800
+#: before: about 3x the first two.
+MEMORY_PER_CONFIG = 650
+MEMORY_PER_STACK = 350
+MEMORY_PER_TERM = 540
 
 
 class Constraint:
