@@ -3,6 +3,7 @@
     python benchmarks/memory_per_token.py                       # all three cases, 2,000 tokens each
     python benchmarks/memory_per_token.py --case string --tokens 5000 --warmup 1000
     python benchmarks/memory_per_token.py --structgen-from /tmp/old   # another checkout's engine
+    python benchmarks/memory_per_token.py --case string --tuning count_offsets=false
 
 Three reproducers on a real vocabulary (Llama 3 by default), each walked by one state
 (``mask_words`` then ``commit_token`` per token):
@@ -20,7 +21,9 @@ RSS. A state's history holds one int per token (for rollback): 8 bytes of list s
 are small and shared, so flat means a few bytes per token. The mask cache is bounded by
 ``EngineLimits.max_cached_masks``; ``--cached-masks`` (256 by default) sets it low, so that it is
 full after the warm-up and its growth does not count as the walk's. Table rows are allocated by
-doubling, so ``memory_bytes`` and RSS jump where a doubling falls in the window.
+doubling, so ``memory_bytes`` and RSS jump where a doubling falls in the window. ``--tuning
+FIELD=VALUE`` (repeatable) compiles under an ``EngineTuning``: ``count_offsets=false`` gives back a
+configuration a token inside the long string (``structgen/engine/count_offsets.py``).
 """
 
 from __future__ import annotations
@@ -82,12 +85,15 @@ def counts(c: Any) -> dict[str, int]:
     return {"configs": s["configs"], "stacks": s["stacks"], "terms": s["terms"], "memory_bytes": c.memory_bytes()}
 
 
-def measure(case: str, vocab: Any, warmup: int, tokens: int, heap: bool, cached_masks: int) -> dict[str, float]:
+def measure(
+    case: str, vocab: Any, warmup: int, tokens: int, heap: bool, cached_masks: int, tuning: dict[str, Any]
+) -> dict[str, float]:
     from structgen import Constraint
     from structgen.engine.limits import EngineLimits
+    from structgen.engine.tuning import EngineTuning
 
     g, ids = case_tokens(case, vocab, warmup + tokens)
-    c = Constraint.compile(g, vocab, limits=EngineLimits(max_cached_masks=cached_masks))
+    c = Constraint.compile(g, vocab, limits=EngineLimits(max_cached_masks=cached_masks), tuning=EngineTuning(**tuning))
     state = c.start()
 
     def walk(part: list[int]) -> None:
@@ -126,7 +132,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true", help="print one JSON object per case")
     ap.add_argument("--cached-masks", type=int, default=256, help="EngineLimits.max_cached_masks")
     ap.add_argument("--structgen-from", default=None, metavar="DIR", help="import structgen from this checkout")
+    ap.add_argument("--tuning", action="append", default=[], metavar="FIELD=VALUE", help="an EngineTuning field")
     args = ap.parse_args(argv)
+    tuning: dict[str, Any] = {}
+    for item in args.tuning:
+        name, _, text = item.partition("=")
+        flag = {"true": True, "false": False}.get(text.lower())
+        tuning[name] = flag if flag is not None else int(text)
     sys.path.insert(0, str(REPO_ROOT))
     sys.path.insert(1, str(REPO_ROOT / "tests"))
     if args.structgen_from:
@@ -149,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
         print("| case | configs/tok | stacks/tok | terms/tok | memory_bytes/tok | heap B/tok | RSS B/tok |")
         print("|---|---|---|---|---|---|---|")
     for case in cases:
-        r = measure(case, vocab, args.warmup, args.tokens, heap=not args.no_heap, cached_masks=args.cached_masks)
+        r = measure(case, vocab, args.warmup, args.tokens, not args.no_heap, args.cached_masks, tuning)
         if args.json:
             print(json.dumps({"case": case, **r}))
         else:

@@ -28,6 +28,7 @@ from .arrays import unique_inverse
 from .budget_bound import CompletionBound
 from .configs import DEAD, ConfigSystem
 from .count_clamp import CountClamp, byte_limits_for
+from .count_offsets import CONFIG_MASK, CountOffsets
 from .counted_masks import CountedMasks
 from .deep import deep_recursion
 from .lexeme_frames import for_machines
@@ -44,13 +45,17 @@ from .trie_cache import token_trie_for
 from .tuning import DEFAULT_ENGINE_TUNING, EngineTuning
 
 #: Bytes one configuration, stack or term costs with everything remembered about it (memos,
-#: indexes, derivatives), beside the table row and masks counted as allocated: measured with
-#: tracemalloc on a long ``maxLength`` string, ``^(a|b)*a(a|b){24}$`` and JSON nested 1,000 deep
-#: (about 2 KB per configuration in the first, 800 B per term in the second, 600 B per stack in
-#: the third), rounded up
-MEMORY_PER_CONFIG = 2048
-MEMORY_PER_STACK = 600
-MEMORY_PER_TERM = 800
+#: indexes, derivatives), beside the table row and masks counted as allocated. Fitted to
+#: tracemalloc (``benchmarks/memory_per_token.py``, Llama 3): a token inside ``maxLength:
+#: 1000000`` with ``count_offsets`` off (a configuration, a stack, two terms: 1,457 B), any JSON
+#: nested a level a token (a configuration, two stacks: 1,070 B), ``(a|b)*a(a|b){24}`` (11.2 of
+#: each a token: 2.2 KB each beside the rows), so that the estimate is within 1.5x of each; and
+#: not below what a constraint allocates over the walks of each schema of ``schemas/`` (the
+#: tightest, ``constrained``: 641 configurations, 717 stacks, 2,145 terms). 2,048 / 600 / 800
+#: before: about 3x the first two.
+MEMORY_PER_CONFIG = 650
+MEMORY_PER_STACK = 350
+MEMORY_PER_TERM = 540
 
 
 class Constraint:
@@ -122,6 +127,14 @@ class Constraint:
             counted.entries, counted.units, counted.automata, counted.unit_counts
         )  # fmt: skip
         self._bound = CompletionBound(system, machines.rule_bound)
+        #: states inside long counted repetitions hold the count aside (count_offsets.py); not
+        #: where a commit reads more than the bytes' steps (token atoms, frame liveness)
+        self._offsets = CountOffsets(
+            system,
+            int(np.asarray(vocab.lengths).max(initial=1)),
+            enabled=tuning.count_offsets and self._liveness is None and not self._atom_ids,
+            tuning=tuning,
+        )
         self._token_counter: TokenCounter | None = None
         self._bytes_bound: bool | None = None
         self._memory_checked_at = -1  # configurations when memory_bytes was last compared
@@ -213,7 +226,7 @@ class Constraint:
 
     def start(self) -> State:
         """A fresh request state at the start of the grammar."""
-        return State(self, [self._system.start])
+        return State(self, [self.position(self._system.start)])
 
     def accepting(self, cid: int) -> bool:
         return self._system.accepting(cid)
@@ -513,6 +526,33 @@ class Constraint:
         self._commits[key] = target
         return target
 
+    def position(self, cid: int) -> int:
+        """What a state holds at configuration ``cid``: ``cid`` itself, or inside a long
+        counted repetition a representative with the count lowered and the rest of the count
+        beside it (count_offsets.py; ``position & CONFIG_MASK`` is the configuration whose
+        masks, acceptance and completions are ``cid``'s)."""
+        found = self._offsets.positions.get(cid)
+        if found is None:
+            with self._lock:
+                found = self._offsets.position(cid)
+        return found
+
+    def advance(self, position: int, token_id: int) -> int:
+        """The position after ``token_id`` from ``position`` (:meth:`position`), DEAD if the
+        token is not allowed: :meth:`commit` of its configuration, the count held aside where
+        there is one."""
+        if position <= CONFIG_MASK:
+            nxt = self.commit(position, token_id)
+            if nxt == DEAD:
+                return DEAD
+            found = self._offsets.positions.get(nxt)
+            if found is None:
+                with self._lock:
+                    found = self._offsets.position(nxt)
+            return found
+        with self._lock:
+            return self._offsets.advance(position, token_id, self.commit)
+
     def _step_bytes(self, cid: int, data: bytes) -> int:
         """The configuration after ``data`` from ``cid``; only the one at the end is interned
         (``ConfigSystem.step_bytes``), and a configuration's fixed bytes are read at once."""
@@ -671,6 +711,7 @@ class Constraint:
             + self._mask_pool.nbytes
             + len(self._masks) * MASK_ENTRY_BYTES
             + sum(source.nbytes() for source in self.mask_sources)
+            + self._offsets.nbytes()
             + len(system.configs) * MEMORY_PER_CONFIG
             + len(system.stack_top) * MEMORY_PER_STACK
             + len(self._machines.store) * MEMORY_PER_TERM
@@ -759,7 +800,10 @@ class DynamicConstraint(Constraint):
 
 
 class State:
-    """One request's position in a :class:`Constraint`; cheap to fork, rolls back any number of tokens."""
+    """One request's position in a :class:`Constraint`; cheap to fork, rolls back any number of tokens.
+
+    Its history holds one position per token (:meth:`Constraint.position`): a configuration id,
+    with a count held aside inside a long counted repetition."""
 
     __slots__ = ("_c", "_history", "_terminated")
 
@@ -774,7 +818,9 @@ class State:
 
     @property
     def config(self) -> int:
-        return self._history[-1]
+        """The configuration whose masks, acceptance and completions are this state's (inside a
+        long counted repetition, the representative at a lowered count: count_offsets.py)."""
+        return self._history[-1] & CONFIG_MASK
 
     @property
     def num_tokens(self) -> int:
@@ -889,11 +935,19 @@ class State:
         token_id = _integer(token_id, "token id")
         if not self.is_allowed(token_id):
             return False
-        if token_id in self._c._eos_set and self._c.accepting(self.config):
-            self._history.append(self.config)
+        c = self._c
+        position = self._history[-1]
+        if token_id in c._eos_set and c.accepting(position & CONFIG_MASK):
+            self._history.append(position)
             self._terminated.append(True)
             return True
-        nxt = self._c.commit(self.config, token_id)
+        if position <= CONFIG_MASK:  # Constraint.advance without its call, on the common path
+            nxt = c.commit(position, token_id)
+            if nxt != DEAD:
+                held = c._offsets.positions.get(nxt)
+                nxt = c.position(nxt) if held is None else held
+        else:
+            nxt = c.advance(position, token_id)
         if nxt == DEAD:  # pragma: no cover - the mask said it was allowed
             return False
         self._c._check_memory()  # before the state moves: a refused step leaves it where it was

@@ -58,6 +58,11 @@ class EngineTuning:
     #: Whether configurations with large counts that one token cannot tell apart share the mask
     #: and budget figures of a clamped twin (count_clamp.py); off, each is computed.
     count_twins: bool = True
+    #: Whether a state inside a long counted repetition with no unit still required holds a
+    #: representative configuration at a bounded count and the rest of the count beside it
+    #: (count_offsets.py); off, it holds the real configuration, one new one per token (with
+    #: its terms: 1.4 KB of heap a token inside ``maxLength: 1000000`` on Llama 3).
+    count_offsets: bool = True
     #: Whether a configuration of one stack at the bottom, ``h R`` with ``R`` starting at a word
     #: (the next key of an object), is walked as ``h`` over the hole standing for ``R``
     #: (``Constraint._spine_split``); off, it is walked as it is.
