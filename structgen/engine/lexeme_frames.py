@@ -23,16 +23,21 @@ the answer is exact, for any depth and for dead stacks with endless pushes (``s 
 
 Invariant: with it, every token a mask allows leaves a configuration with a completion.
 Applies only to grammars with a greedy lexeme and a call (``needs_frame_liveness``); every other
-grammar gets no checker (``for_machines`` returns None) and its masks are untouched. Cost: one
-commit per allowed token of each new mask, one chain walk per new configuration, and the
-summaries of the terms reached (each a few hundred events at most). Bound:
-``EngineLimits.max_liveness_states`` (term, event) pairs per constraint; past it a
-``LimitError`` names it.
+grammar gets no checker (``for_machines`` returns None) and its masks are untouched. Cost: per new
+mask one trie walk with end configurations and one check per distinct end (``live_tokens``), one
+chain walk per new configuration, and the summaries of the terms reached (each a few hundred
+events at most). Bound: ``EngineLimits.max_liveness_states`` (term, event) pairs per
+constraint; past it a ``LimitError`` names it.
 """
 
 from __future__ import annotations
 
+from typing import Callable
+
+import numpy as np
+
 from ..errors import LimitError
+from .arrays import unique_inverse
 from .configs import DEAD, ConfigSystem
 from .machines import Machines, is_call, symbol_index, token_symbol
 from .terms import HAS_POSS, HAS_SYM, LA_END, LA_TOKEN, NOTHING
@@ -66,6 +71,38 @@ class FrameLiveness:
         if r is None:
             r = self._live[cid] = any(self._stack_live(sid) for sid in self.system.configs[cid])
         return r
+
+    def live_tokens(
+        self,
+        ids: np.ndarray,
+        walk: tuple[np.ndarray, np.ndarray, np.ndarray],
+        by_commit: np.ndarray,
+        commit_live: Callable[[int], bool],
+    ) -> np.ndarray:
+        """The ids of ``ids`` (a mask's tokens) after which a sentence exists. ``walk`` is the
+        trie walk's ``(ids, end configurations, slack)`` from the mask's configuration
+        (``TransitionTable.walk_ends``): a token it reaches with no slack ends exactly at its
+        configuration there (the walk steps the transitions a commit steps), so each distinct end
+        is asked once and its tokens kept or dropped together. ``commit_live`` decides the rest
+        one by one: ``by_commit`` (ids whose commit is more than their bytes: end-of-sequence,
+        token atoms), tokens the walk reported inside a character (its loop configuration, not
+        theirs), and any it did not reach."""
+        w_ids, ends, slack = walk
+        if not ids.size:
+            return ids
+        end_of = np.full(int(ids.max()) + 1, -1, dtype=np.int64)
+        exact = (slack == 0) & (w_ids < end_of.size)
+        end_of[w_ids[exact]] = ends[exact]
+        end_of[by_commit[by_commit < end_of.size]] = -1
+        found = end_of[ids]
+        walked = found >= 0
+        keep = np.ones(ids.size, dtype=bool)
+        distinct, inverse = unique_inverse(found[walked])
+        alive = np.fromiter((self.live(e) for e in distinct.tolist()), dtype=bool, count=distinct.size)
+        keep[walked] = alive[inverse]
+        rest = np.flatnonzero(~walked)
+        keep[rest] = np.fromiter((commit_live(t) for t in ids[rest].tolist()), dtype=bool, count=rest.size)
+        return ids[keep]
 
     def _stack_live(self, sid: int) -> bool:
         system = self.system
