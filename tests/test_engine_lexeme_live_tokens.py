@@ -104,3 +104,20 @@ def test_llama3_along_a_document_with_words_numbers_and_strings() -> None:
             mask = set(np.flatnonzero(state.mask()).tolist())
             assert mask == per_token(c, state.config, text), i
         assert state.commit_token(single[bytes([byte])])
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_nested_sources(), st.lists(st.integers(0, 2**16), max_size=6))
+def test_the_summaries_are_a_fixpoint(src: str, choices: list[int]) -> None:
+    """The solver grows a node by the bits of the nodes it holds and evaluates it again only where
+    a callee's exits it read grew: after the masks along a walk, evaluating any summary node again
+    gives its value (started from nothing and only grown, it is then the least fixpoint)."""
+    try:
+        c = Constraint.compile(Grammar.from_glrm(src), WORDS_VOCAB)
+    except GrammarError:
+        return
+    _walk(c, [*choices, 0], list(range(EOS + 1)))
+    liveness = c._liveness
+    assert liveness is not None and not liveness._work
+    for node, value in list(liveness._exits.items()):
+        assert liveness._evaluate(node) == value, node
