@@ -248,10 +248,17 @@ class Constraint:
             return self._compute_mask(cid)
 
     def _live_words(self, cid: int, words: np.ndarray) -> np.ndarray:
-        """``words`` without the tokens after which no sentence exists (lexeme_frames.py)."""
+        """``words`` without the tokens after which no sentence exists (lexeme_frames.py): text
+        tokens by their end configurations in a walk, end-of-sequence and token atoms by commits."""
         ids = np.flatnonzero(unpack(words, self._width))
         eos = self._eos_set if self._system.accepting(cid) else frozenset()
-        keep = np.asarray([t for t in ids.tolist() if t in eos or self.commit(cid, t) != DEAD], dtype=np.int64)
+        if any(negated for _, negated in self._atom_ids):  # every token may read an atom
+            none = np.zeros(0, dtype=np.int64)
+            walk, by_commit = (none, none, none), ids
+        else:
+            walk = self._table.walk_ends(cid, self._trie)
+            by_commit = np.concatenate([self._eos, *(aids for aids, _ in self._atom_ids)])
+        keep = self._liveness.live_tokens(ids, walk, by_commit, lambda t: t in eos or self.commit(cid, t) != DEAD)
         if len(keep) != len(ids):
             words = pack_ids(keep, self._width)
             words.flags.writeable = False

@@ -16,23 +16,29 @@ whose next event is ``e`` (a byte, the end of input, or a token atom) can return
 * for each call of machine ``M`` that ``t`` can start with (its continuation ``c`` found with
   ``e`` as the lookahead): ``exits(c, x)`` for each ``x`` in ``exits(body of M, e)``;
 
-solved on demand (a worklist over the (term, event) pairs a query reaches, each re-evaluated
-when one it read grows). A stack ``(P, t)`` is live iff the end of input is among the events that
-leave its bottom frame: ``exits(t, any)``, then each frame below reads those events in turn. So
-the answer is exact, for any depth and for dead stacks with endless pushes (``s = "b" s "a" | A``).
+solved on demand (a worklist over the (term, event) pairs a query reaches: a pair grows by the
+bits a pair it holds grew by, and is evaluated again only when a callee's exits it read grew). A
+stack ``(P, t)`` is live iff the end of input is among the events that leave its bottom frame:
+``exits(t, any)``, then each frame below reads those events in turn. So the answer is exact, for
+any depth and for dead stacks with endless pushes (``s = "b" s "a" | A``).
 
 Invariant: with it, every token a mask allows leaves a configuration with a completion.
 Applies only to grammars with a greedy lexeme and a call (``needs_frame_liveness``); every other
-grammar gets no checker (``for_machines`` returns None) and its masks are untouched. Cost: one
-commit per allowed token of each new mask, one chain walk per new configuration, and the
-summaries of the terms reached (each a few hundred events at most). Bound:
-``EngineLimits.max_liveness_states`` (term, event) pairs per constraint; past it a
-``LimitError`` names it.
+grammar gets no checker (``for_machines`` returns None) and its masks are untouched. Cost: per new
+mask one trie walk with end configurations and one check per distinct end (``live_tokens``), one
+chain walk per new configuration, and the summaries of the terms reached (each a few hundred
+events at most). Bound: ``EngineLimits.max_liveness_states`` (term, event) pairs per
+constraint; past it a ``LimitError`` names it.
 """
 
 from __future__ import annotations
 
+from typing import Callable
+
+import numpy as np
+
 from ..errors import LimitError
+from .arrays import unique_inverse
 from .configs import DEAD, ConfigSystem
 from .machines import Machines, is_call, symbol_index, token_symbol
 from .terms import HAS_POSS, HAS_SYM, LA_END, LA_TOKEN, NOTHING
@@ -54,9 +60,13 @@ class FrameLiveness:
         self._all_events = (1 << (END_EVENT + 1 + self._atoms)) - 1
         #: (term, event) -> bit mask of the events with which it can return
         self._exits: dict[tuple[int, int], int] = {}
-        #: (term, event) -> the nodes whose value read it
+        #: (term, event) -> the nodes whose value holds its value (a union: they grow by what it grew)
         self._readers: dict[tuple[int, int], set[tuple[int, int]]] = {}
+        #: (term, event) -> the nodes whose calls read it for the events a callee returns with
+        #: (what they read next depends on it: they are evaluated again when it grows)
+        self._callers: dict[tuple[int, int], set[tuple[int, int]]] = {}
         self._work: list[tuple[int, int]] = []
+        self._queued: set[tuple[int, int]] = set()
         self._live: dict[int, bool] = {DEAD: False}
 
     # -- configurations ---------------------------------------------------------------------------
@@ -66,6 +76,38 @@ class FrameLiveness:
         if r is None:
             r = self._live[cid] = any(self._stack_live(sid) for sid in self.system.configs[cid])
         return r
+
+    def live_tokens(
+        self,
+        ids: np.ndarray,
+        walk: tuple[np.ndarray, np.ndarray, np.ndarray],
+        by_commit: np.ndarray,
+        commit_live: Callable[[int], bool],
+    ) -> np.ndarray:
+        """The ids of ``ids`` (a mask's tokens) after which a sentence exists. ``walk`` is the
+        trie walk's ``(ids, end configurations, slack)`` from the mask's configuration
+        (``TransitionTable.walk_ends``): a token it reaches with no slack ends exactly at its
+        configuration there (the walk steps the transitions a commit steps), so each distinct end
+        is asked once and its tokens kept or dropped together. ``commit_live`` decides the rest
+        one by one: ``by_commit`` (ids whose commit is more than their bytes: end-of-sequence,
+        token atoms), tokens the walk reported inside a character (its loop configuration, not
+        theirs), and any it did not reach."""
+        w_ids, ends, slack = walk
+        if not ids.size:
+            return ids
+        end_of = np.full(int(ids.max()) + 1, -1, dtype=np.int64)
+        exact = (slack == 0) & (w_ids < end_of.size)
+        end_of[w_ids[exact]] = ends[exact]
+        end_of[by_commit[by_commit < end_of.size]] = -1
+        found = end_of[ids]
+        walked = found >= 0
+        keep = np.ones(ids.size, dtype=bool)
+        distinct, inverse = unique_inverse(found[walked])
+        alive = np.fromiter((self.live(e) for e in distinct.tolist()), dtype=bool, count=distinct.size)
+        keep[walked] = alive[inverse]
+        rest = np.flatnonzero(~walked)
+        keep[rest] = np.fromiter((commit_live(t) for t in ids[rest].tolist()), dtype=bool, count=rest.size)
+        return ids[keep]
 
     def _stack_live(self, sid: int) -> bool:
         system = self.system
@@ -95,7 +137,7 @@ class FrameLiveness:
         self._solve()
         return self._exits[node]
 
-    def _read(self, node: tuple[int, int], reader: tuple[int, int] | None) -> int:
+    def _read(self, node: tuple[int, int], reader: tuple[int, int] | None, *, call: bool = False) -> int:
         r = self._exits.get(node)
         if r is None:
             if len(self._exits) >= self.max_states:
@@ -106,19 +148,36 @@ class FrameLiveness:
                 )
             r = self._exits[node] = 0
             self._readers[node] = set()
+            self._callers[node] = set()
             self._work.append(node)
+            self._queued.add(node)
         if reader is not None:
-            self._readers[node].add(reader)
+            (self._callers if call else self._readers)[node].add(reader)
         return r
 
     def _solve(self) -> None:
-        work, values = self._work, self._exits
+        """Evaluate the queued nodes until nothing grows. A node's value is the union of what it
+        read, and values only grow: where one grows, the nodes holding it grow by the same bits
+        (no evaluation), and only the callers reading it for a callee's exits are evaluated again
+        (the exits select what they read)."""
+        work, queued, values = self._work, self._queued, self._exits
+        readers, callers = self._readers, self._callers
         while work:
             node = work.pop()
-            new = self._evaluate(node)
-            if new != values[node]:
-                values[node] = new
-                work.extend(self._readers[node])
+            queued.discard(node)
+            grown = [(node, self._evaluate(node))]
+            while grown:
+                n, bits = grown.pop()
+                old = values[n]
+                bits &= ~old
+                if not bits:
+                    continue
+                values[n] = old | bits
+                grown.extend((r, bits) for r in readers[n])
+                for r in callers[n]:
+                    if r not in queued:
+                        work.append(r)
+                        queued.add(r)
 
     def _evaluate(self, node: tuple[int, int]) -> int:
         t, e = node
@@ -144,7 +203,7 @@ class FrameLiveness:
             cont = store.deriv_sym(t, sym, la)
             if cont == NOTHING:
                 continue
-            inner = self._read((self.system.m.body[symbol_index(sym)], e), node)
+            inner = self._read((self.system.m.body[symbol_index(sym)], e), node, call=True)
             while inner:
                 low = inner & -inner
                 inner ^= low
