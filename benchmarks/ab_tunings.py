@@ -1,6 +1,6 @@
 """Compare EngineTunings on the dynamic path in CPU time, each in fresh processes, alternated.
 
-    python benchmarks/ab_tunings.py --tuning last_units=false --tuning spine_choices=false --rounds 3
+    python benchmarks/ab_tunings.py --tuning loop_split=false --tuning chained_crossings=false --rounds 3
 
 Each round runs one fresh process per tuning (the default first, then each ``--tuning``, the order
 rotating), and each process loads the Llama 3 vocabulary, then per schema of ``schemas/`` (or

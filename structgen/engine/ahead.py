@@ -9,8 +9,7 @@ from is smaller. :meth:`Constraint._compute_mask` builds the mask of a one-stack
 * the *relative part* of its top: the packed mask and exits of the walk of ``t`` over an unknown
   caller, the hole (``ConfigSystem.relative``), the same for every caller ``P``. A top
   ``x* b R`` (a string's body and its closing quote) is walked as ``x* b`` over a frame holding
-  ``R`` (``Constraint._loop_split``), and a bottom top ``h R`` as ``h`` over ``R`` where ``R``
-  starts at a word (``_spine_split``), so the part is shared by every rest ``R`` too;
+  ``R`` (``Constraint._loop_split``), so the part is shared by every rest ``R`` too;
 * the *crossings*: the tokens that leave the top through its exits, walked over the next frame's
   top (``Constraint._crossing``, per relative part and tops crossed), frame by frame, and from the
   real caller only at the bottom;
@@ -52,8 +51,7 @@ what it covers is bounded by ``EngineLimits.aot_max_positions``, ``aot_budget_ms
   (``EngineTuning.relative_nullable`` off): ``caller-dependent``;
 * positions past the limits: ``limit``.
 
-Cost: one relative walk per reachable top (a trie walk; shared across constraints of one
-vocabulary where the top has a structural id, shared_walks.py) and one byte row per position.
+Cost: one relative walk per reachable top (a trie walk) and one byte row per position.
 Memory: a sparse mask as its nonzero words, a dense one once per distinct mask, in the pool the
 constraint's caches share (mask_store.py). Measured on
 Llama 3 (2 shared cores, load 3-5): the schemas of ``schemas/`` compile in 0.4-1.6 s; objects with
@@ -74,7 +72,7 @@ from ..errors import ConstraintError, LimitError
 from .configs import DEAD
 from .counters import CountedHead, counted_head
 from .mask_store import MaskPool
-from .shared_walks import Exits
+from .table import Exits
 
 if TYPE_CHECKING:
     from .constraint import Constraint
@@ -375,13 +373,13 @@ def _explore(
                 # shared by every rest (``Constraint._loop_split``)
                 part = system.relative(loop[0])
                 if part not in c._relative and not positions.has_relative(part):
-                    positions.add_relative(part, c._walk_relative(part, loop[0], shared=True))
+                    positions.add_relative(part, c._walk_relative(part))
                     report.relative_parts += 1
                 pairs.add((loop[0], clamp.term(loop[1])))
             elif store.nullable[top] and not nullable_over_hole:
                 lazy["caller-dependent"] = lazy.get("caller-dependent", 0) + 1
             elif cid not in c._relative and not positions.has_relative(cid):
-                positions.add_relative(cid, c._walk_relative(cid, top, shared=False))
+                positions.add_relative(cid, c._walk_relative(cid))
                 report.relative_parts += 1
         for target in _targets(c, cid):
             stacks = system.configs[target]

@@ -37,8 +37,7 @@ from .mask_sources import Answer, CountTwins, MaskSource, Partial, PrecomputedPo
 from .mask_store import MASK_ENTRY_BYTES, MaskPool, SharedMasks
 from .masks import pack_ids, pack_ids_onto, unpack, words_for
 from .relative_masks import RelativeMasks
-from .shared_walks import Exits
-from .table import TransitionTable
+from .table import Exits, TransitionTable
 from .token_budget import DEFAULT_TOKEN_BUDGET_TUNING, TokenCounter, multibyte_ends
 from .trie_cache import token_trie_for
 from .tuning import DEFAULT_ENGINE_TUNING, EngineTuning
@@ -112,9 +111,7 @@ class Constraint:
         )
         # the sources' tables under the names ahead.py and the tests read
         rel, counted = self._relative_masks, self._counted_masks
-        self._relative, self._crossings, self._spine, self._spine_refused = (
-            rel.relative, rel.crossings, rel.spine, rel.spine_refused
-        )  # fmt: skip
+        self._relative, self._crossings, self._spine_refused = rel.relative, rel.crossings, rel.spine_refused
         self._walk_relative, self._loop_split, self._exits_into, self._crossing = (
             rel.walk, rel.loop_split, rel.exits_into, rel.crossing
         )  # fmt: skip
@@ -696,9 +693,7 @@ class Constraint:
             # how often the walks' mechanisms were used (tests count them instead of patching)
             "inner_choices": self._table.inner_choices,
             "entered_by_choice": self._table.entered_by_choice,
-            "entered_literal": self._table.entered_literal,
             "splices": self._table.splices,
-            "shared_walk_hits": self._relative_masks.shared_walk_hits,
             "relative_walks": self._relative_masks.relative_walks,
             "crossing_walks": self._relative_masks.crossing_walks,
         }

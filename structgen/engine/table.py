@@ -26,6 +26,9 @@ from .token_trie import LevelViews, TokenTrie
 from .tuning import DEFAULT_ENGINE_TUNING, EngineTuning
 
 UNKNOWN = -1
+#: the exits of a walk over the hole: per trie level, the nodes whose byte returned into the hole
+#: and those bytes
+Exits = dict[int, tuple[np.ndarray, np.ndarray]]
 #: Class masks whose byte arrays are kept, shared by every table in the process (each at most
 #: 256 one-byte entries): every new constraint meets the same classes (``[^"\\]``, all bytes
 #: but one literal byte...), and building an array costs a few numpy calls. Registered in
@@ -86,7 +89,6 @@ class TransitionTable:
         self.filled = 0  # transitions computed by the configuration system (a cost measure)
         self.inner_choices = 0  # choice walks started below the root of a walk (a test measure)
         self.entered_by_choice = 0  # walks from exits entered by a choice's derivatives (a test measure)
-        self.entered_literal = 0  # walks from exits entered along a literal run (a test measure)
         self.splices = 0  # loop-region parts taken below a node instead of its walk (a test measure)
         self._loops: dict[int, np.ndarray] = {}
         self._utf8: dict[int, bool] = {}
@@ -413,11 +415,8 @@ class TransitionTable:
         pending = out.pending  # exits of regions: nodes to enter at deeper levels
         narrow = self._narrow
         if entries is not None:
-            run = self._literal_of(cid) if self._by_choice else None
-            by_choice = self._choice_of(cid) if self._by_choice and run is None else None
-            if run is not None:
-                self._enter_literal(trie, views, entries, run, out)
-            elif by_choice is not None:
+            by_choice = self._choice_of(cid) if self._by_choice else None
+            if by_choice is not None:
                 self._enter_by_choice(trie, views, entries, by_choice, out)
             else:
                 pending.update({k: list(v) for k, v in entries.items()})
@@ -997,34 +996,6 @@ class TransitionTable:
                 out.direct.setdefault(k + 1, []).append((lo, cfg, -1))
         out.choice_budget = budget
 
-    def _enter_literal(
-        self,
-        trie: TokenTrie,
-        views: list[LevelViews],
-        entries: dict[int, list[tuple[np.ndarray, np.ndarray, int]]],
-        run: tuple[bytes, tuple[int, ...], int],
-        out: _Pieces,
-    ) -> None:
-        """Enter the nodes of ``entries`` from a literal run's state: those reached by its first
-        byte go on along the rest of it (:meth:`_follow_literal`), the others are dead."""
-        self.entered_literal += 1
-        first = run[0][0]
-        rest = (run[0][1:], run[1][1:], run[2]) if len(run[0]) > 2 else None
-        for k, batch in entries.items():
-            v = views[k]
-            for e_nodes, e_byts, _ in batch:
-                for node, byte in zip(e_nodes.tolist(), e_byts.tolist()):
-                    if byte != first:
-                        continue
-                    if rest is None:
-                        # one byte left: not a run, the node's configuration is made
-                        self._enter_next_level(out, k, node, self.system.after_literal(run, 1))
-                        continue
-                    tc = v.tok_count[node]
-                    if tc:
-                        out.add_py(v.tok_start[node], tc, DEAD, 0)
-                    self._follow_literal(trie, views, k, node, rest, out)
-
     def _enter_next_level(self, out: _Pieces, k: int, node: int, cfg: int) -> None:
         """Enter ``node`` (level ``k``) at the walk's next level with configuration ``cfg``."""
         self._grow()
@@ -1042,8 +1013,8 @@ class TransitionTable:
         state ``stack``, a choice :meth:`_choice_of` allows) by the top term's derivatives:
         below each, a literal is followed or the choice walked on, without a configuration or
         a table row for the node; a derivative that is no choice becomes the node's
-        configuration (the walk's next level). The exits of a split's head into the next key's
-        name are a few nodes each reading a letter: this is the whole walk from them."""
+        configuration (the walk's next level). The exits of a string's head into the ``}`` after
+        it are a few nodes: this is the whole walk from them."""
         self.entered_by_choice += 1
         parent, top = stack
         steps = self._term_rows.get(top)

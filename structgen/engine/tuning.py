@@ -39,9 +39,9 @@ class EngineTuning:
     relative_walks: bool = True
     #: Whether a top that may end at once is walked over the hole too (its returns into the caller
     #: at the first byte are exits at the root); off, it is walked with its callers. Off by
-    #: default: its exits under most bytes filled the process's exit picks (shared_walks.py) with
-    #: objects the collector keeps scanning (test_engine_gc: 1,009 tracked objects against 68);
-    #: on, ``tree``'s aot p99 was 117 µs against 212.
+    #: default: its exits lie under most bytes (test_engine_gc: 1,009 objects the collector
+    #: tracks against 68, with a memo of filtered exits); on, ``tree``'s aot p99 was 117 µs
+    #: against 212.
     relative_nullable: bool = False
     #: Whether the tokens that cross from a walk over the hole into a caller that is itself over a
     #: caller are walked over the hole of that caller's top too, frame by frame
@@ -58,25 +58,9 @@ class EngineTuning:
     #: Whether configurations with large counts that one token cannot tell apart share the mask
     #: and budget figures of a clamped twin (count_clamp.py); off, each is computed.
     count_twins: bool = True
-    #: Whether a configuration of one stack at the bottom, ``h R`` with ``R`` starting at a word
-    #: (the next key of an object), is walked as ``h`` over the hole standing for ``R``
-    #: (``Constraint._spine_split``); off, it is walked as it is.
-    spine_split: bool = True
-    #: A word: at least this many single fixed bytes in a row, each a letter, a digit or ``_``.
-    spine_word: int = 3
-    #: Whether a choice whose every option starts with a word (the optional keys after a comma) is
-    #: split before too; off, only a word in the top sequence is.
-    spine_choices: bool = True
-    #: How many elements of a top's sequence are looked at for a word.
-    spine_look: int = 24
-    #: A head with fewer elements that need a byte is not split. One is enough (`` "`` before a
-    #: key): the children of its last node are exits with no step (``ConfigSystem.at_hole``),
-    #: which brought its first walk over the hole from about 350 µs to 150 µs; 2 left
-    #: ``tool_call`` 25% slower (cold p50).
-    spine_head_elements: int = 1
-    #: A head whose first walk over the hole left more live exit nodes than this (exits whose byte
-    #: the tail may read) is walked as it is from then on.
-    spine_exits: int = 16
+    #: A split head (``loop_split``) whose first walk over the hole left more live exit nodes than
+    #: this (exits whose byte the tail may read) is walked as it is from then on.
+    split_exits: int = 16
     #: Bytes the walks over the hole of one constraint keep (their packed masks, exits and
     #: crossings, relative_masks.py), first in, first out: 8,192 masks of Llama 3 (16 KB each).
     relative_memo_bytes: int = 128 << 20
@@ -160,20 +144,6 @@ class EngineTuning:
     #: Exit subsets kept per run region (one per set of bytes read after the run).
     run_max_within: int = 16
 
-    # -- shared_walks.py: walks over the hole shared by the constraints of the process ---------
-
-    #: Whether relative walks (heads split before a word) are shared across constraints.
-    shared_walks: bool = True
-    #: Walks kept for the process (first in, first out): a packed mask each, 16 KB on Llama 3.
-    shared_max_walks: int = 256
-    #: Structural ids kept for the process before the tables start a new generation.
-    shared_max_structures: int = 200_000
-    #: Terms new to a store that one structural id may take; a larger top gets none (unlikely to
-    #: recur, and finding its id costs a step per term).
-    shared_max_nodes: int = 64
-    #: Filtered exits kept for the process, per (exits, first-byte bound).
-    shared_max_exit_picks: int = 4096
-
     # -- counters.py: masks of counted repetitions ----------------------------------------------
 
     #: Largest unit automaton the counted masks handle; bigger units use the ordinary walk.
@@ -225,13 +195,7 @@ class EngineTuning:
 #: the least value of each whole-number field (0 where not named: a threshold of 0 turns its
 #: mechanism off or sends every case one way, which gives the same masks)
 _MINIMUMS = {
-    "spine_word": 1,
-    "spine_look": 1,
     "choice_class": 1,
-    "shared_max_walks": 1,
-    "shared_max_structures": 1,
-    "shared_max_nodes": 1,
-    "shared_max_exit_picks": 1,
     "max_unit_states": 1,
     "max_bounded_words": 1,
     "max_slice_words": 1,
