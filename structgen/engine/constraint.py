@@ -71,9 +71,7 @@ class Constraint:
         self.tuning = tuning
         self._machines = machines
         self._system = system
-        self._table = TransitionTable(
-            system, tail_missing=lambda: vocab.utf8_tail_missing, token_bytes=vocab.token_bytes, tuning=tuning
-        )
+        self._table = TransitionTable(system, tail_missing=lambda: vocab.utf8_tail_missing, tuning=tuning)
         self._trie = token_trie_for(vocab)
         self._width = vocab.logit_width
         self._words = words_for(self._width)
@@ -693,7 +691,6 @@ class Constraint:
             # how often the walks' mechanisms were used (tests count them instead of patching)
             "inner_choices": self._table.inner_choices,
             "entered_by_choice": self._table.entered_by_choice,
-            "splices": self._table.splices,
             "relative_walks": self._relative_masks.relative_walks,
             "crossing_walks": self._relative_masks.crossing_walks,
         }

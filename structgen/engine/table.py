@@ -19,7 +19,7 @@ from .. import caches
 from ..grammar.utf8 import utf8_sequences
 from .arrays import mask_to_bools, ranges, unique, unique_inverse
 from .configs import DEAD, ConfigSystem
-from .loop_regions import MULTIBYTE_SLACK, LoopRegion, exits_by_level, loop_region, run_region
+from .loop_regions import MULTIBYTE_SLACK, LoopRegion, loop_region, run_region
 from .machines import is_call
 from .terms import BYTES_K, HAS_SYM, NOTHING, REPEAT_K, SEQ_K
 from .token_trie import LevelViews, TokenTrie
@@ -50,7 +50,6 @@ class TransitionTable:
         system: ConfigSystem,
         capacity: int = 1024,
         tail_missing: Callable[[], np.ndarray] | None = None,
-        token_bytes: Callable[[int], bytes] | None = None,
         tuning: EngineTuning = DEFAULT_ENGINE_TUNING,
     ) -> None:
         self.system = system
@@ -70,11 +69,7 @@ class TransitionTable:
         self._by_choice = tuning.enter_by_choice
         self._inner_walks = tuning.inner_choices
         self._loop_min = tuning.loop_region_min_bytes
-        self._splices = tuning.splices
-        self._splice_min = tuning.splice_min_tokens
         self._small_class = tuning.small_class
-        #: a token's bytes by id: the path to a trie node (where a walk splices a loop region)
-        self._token_bytes = token_bytes
         #: per token id, the bytes its last character lacks (``Vocab.utf8_tail_missing``, asked
         #: for by the first walk with ends): the exact slack of tokens accepted in bulk that end
         #: inside a multi-byte character
@@ -89,12 +84,10 @@ class TransitionTable:
         self.filled = 0  # transitions computed by the configuration system (a cost measure)
         self.inner_choices = 0  # choice walks started below the root of a walk (a test measure)
         self.entered_by_choice = 0  # walks from exits entered by a choice's derivatives (a test measure)
-        self.splices = 0  # loop-region parts taken below a node instead of its walk (a test measure)
         self._loops: dict[int, np.ndarray] = {}
         self._utf8: dict[int, bool] = {}
         self._sparse: dict[int, tuple[int, ...] | None] = {}
         self._runs: dict[int, tuple[int, int | None, int] | None] = {}
-        self._regions: dict[int, LoopRegion | None] = {}
         #: during a relative walk (:meth:`walk_relative`): ``(level, node)`` pairs where a return
         #: into the hole happened, a node an int (a Python level) or an array of them (a numpy
         #: level: the children of ``"`` after a key's quote are hundreds); None otherwise
@@ -657,15 +650,6 @@ class TransitionTable:
                 nodes, states = nodes[keep], states[keep]
                 if nodes.size == 0:
                     return None
-        big = trie.run_end[k][nodes] - trie.run_start[k][nodes] >= self._splice_min
-        if big.any():
-            spliced = np.zeros(nodes.size, dtype=bool)
-            for i in np.flatnonzero(big).tolist():
-                spliced[i] = self._splice(trie, k, int(nodes[i]), int(states[i]), out)
-            if spliced.any():
-                nodes, states = nodes[~spliced], states[~spliced]
-                if nodes.size == 0:
-                    return None
         tc = trie.tok_count[k][nodes]
         ends = tc > 0
         if ends.any():
@@ -743,8 +727,6 @@ class TransitionTable:
                     lo = v.run_start[node]
                     out.add_py(lo, v.run_end[node] - lo, state, slack)
                     continue
-            if v.run_end[node] - v.run_start[node] >= self._splice_min and self._splice(trie, k, node, state, out):
-                continue
             tc = v.tok_count[node]
             if tc:
                 out.add_py(v.tok_start[node], tc, state, 0)
@@ -778,43 +760,6 @@ class TransitionTable:
                             continue
                 expand.append((v.child_start[node], cc, state))
         return expand
-
-    def _splice(self, trie: TokenTrie, k: int, node: int, state: int, out: _Pieces) -> bool:
-        """Below ``node`` (level ``k``, many tokens) in ``state``, take the loop region of
-        ``state`` instead of walking the subtree, where the bytes leading to ``node`` are ASCII
-        bytes ``state`` loops on: the region, built from the root, then holds under ``node``
-        exactly what a walk from ``node`` would do (a walk that reached the string body after
-        ``\\n`` or ``\\u00e9``, or a key that left the listed names, at a node with thousands
-        of tokens below). Returns whether it did."""
-        if self._token_bytes is None or not self._splices:
-            return False
-        region = self._regions.get(state, False)
-        if region is False and self.system.characters_loop(state) is None:
-            # only a plain loop ``u* t`` (a string body, a digit run): asking any other state
-            # for a region would fill its whole row for nothing
-            region = self._regions[state] = None
-        if region is None:
-            return False
-        start, end = int(trie.run_start[k][node]), int(trie.run_end[k][node])
-        path = self._token_bytes(int(trie.sorted_ids[start]))[: k + 1]
-        loops = self.loop_bits(state)
-        if max(path) >= 0x80 or any(not loops >> b & 1 for b in path):
-            return False
-        if region is False:
-            # built once the path loops: a string body reached through its opening quote (which
-            # does not) would have built one for nothing
-            region = self._regions[state] = self._loop_region(state, trie)
-            if region is None:
-                return False
-        lo, hi = np.searchsorted(region.positions, (start, end)).tolist()
-        if hi > lo:
-            out.add_positions(region.positions[lo:hi], state, region.slack[lo:hi])
-        first, levels, e_nodes, e_byts = region.exits_by_run(trie)
-        a, b = np.searchsorted(first, (start, end)).tolist()
-        for level, (below, byts) in exits_by_level(levels[a:b], e_nodes[a:b], e_byts[a:b]).items():
-            out.pending.setdefault(level, []).append((below, byts, state))
-        self.splices += 1
-        return True
 
     def _run_of(self, cid: int) -> tuple[int, int | None, int] | None:
         """If ``cid`` is a run of a few bytes, ``u{0,m} t`` with ``u`` a byte set that the

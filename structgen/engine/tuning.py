@@ -117,11 +117,6 @@ class EngineTuning:
     inner_choices: bool = True
     #: A walk from a configuration looping on at least this many bytes starts from its loop region.
     loop_region_min_bytes: int = 32
-    #: Whether a node with many tokens below, in a state with a loop region, takes the region's
-    #: part below it instead of being walked (``TransitionTable._splice``); off, it is walked.
-    splices: bool = True
-    #: A node with at least this many tokens below is a candidate for a splice.
-    splice_min_tokens: int = 256
     #: Byte classes of at most this many bytes are filled byte by byte in Python, larger ones with
     #: one numpy assignment of their (shared) byte array.
     small_class: int = 8
