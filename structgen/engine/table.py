@@ -67,7 +67,6 @@ class TransitionTable:
         self._choice_class = tuning.choice_class
         self._choice_excludes = tuning.choice_excludes
         self._by_choice = tuning.enter_by_choice
-        self._inner_walks = tuning.inner_choices
         self._loop_min = tuning.loop_region_min_bytes
         self._small_class = tuning.small_class
         #: per token id, the bytes its last character lacks (``Vocab.utf8_tail_missing``, asked
@@ -82,7 +81,6 @@ class TransitionTable:
         self._before_loop: dict[int, tuple[int, int] | None] = {}
         self._classes: dict[int, tuple[int, ...] | None] = {}
         self.filled = 0  # transitions computed by the configuration system (a cost measure)
-        self.inner_choices = 0  # choice walks started below the root of a walk (a test measure)
         self.entered_by_choice = 0  # walks from exits entered by a choice's derivatives (a test measure)
         self._loops: dict[int, np.ndarray] = {}
         self._utf8: dict[int, bool] = {}
@@ -750,14 +748,6 @@ class TransitionTable:
                     if lit is not None:
                         self._follow_literal(trie, views, k, node, lit, out)
                         continue
-                    if out.choice_budget > 0 and self._inner_walks and state not in self._sparse:
-                        choice = self._choice.get(state, False)
-                        if choice is False:
-                            choice = self._choice_of(state)
-                        if choice is not None:
-                            self.inner_choices += 1
-                            self._choice_walk(trie, views, k, node, choice, out)
-                            continue
                 expand.append((v.child_start[node], cc, state))
         return expand
 

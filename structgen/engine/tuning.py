@@ -111,10 +111,6 @@ class EngineTuning:
     #: choice's derivatives (``TransitionTable._enter_by_choice``); off, by the state's table row
     #: like any exit.
     enter_by_choice: bool = True
-    #: Whether a walk also follows the choices it meets below the root (after a string value's
-    #: closing quote: the comma, the next key) by choice walks, within the same node budget, for
-    #: configurations whose row is not known yet (a known row is a gather away).
-    inner_choices: bool = True
     #: A walk from a configuration looping on at least this many bytes starts from its loop region.
     loop_region_min_bytes: int = 32
     #: Byte classes of at most this many bytes are filled byte by byte in Python, larger ones with
