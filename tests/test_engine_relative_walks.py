@@ -226,26 +226,6 @@ def test_split_heads_with_tokens_that_cross_into_the_rest() -> None:
     assert len({head for head, _ in splits}) < len(splits), "no head was shared"
 
 
-@pytest.mark.parametrize("enter_by_choice", [True, False])
-def test_exits_into_a_choice(enter_by_choice: bool) -> None:
-    """After a string's closing quote the rest of an object may be a choice among fixed bytes
-    (``}`` after its last key). Tokens such as ``"}`` leave the shared head and enter the rest
-    by its derivatives (``TransitionTable._enter_by_choice``) or, off, by the rest's table row:
-    masks equal the walk without walks over the hole either way."""
-    vocab = load_vocab("llama-bpe")
-    grammar = Grammar.from_json_schema(json.loads((ROOT / "schemas" / "realistic_model.json").read_text()))
-    on = Constraint.compile(grammar, vocab, tuning=EngineTuning(enter_by_choice=enter_by_choice))
-    off = Constraint.compile(grammar, vocab, tuning=EngineTuning(relative_walks=False))
-    lines = (ROOT / "schemas" / "instances" / "realistic_model.jsonl").read_text().splitlines()[:2]
-    for line in lines:
-        for text in (json.dumps(json.loads(line)), json.dumps(json.loads(line), separators=(",", ":"))):
-            s_on, s_off = on.start(), off.start()
-            for tok in greedy_tokens(vocab, text.encode()):
-                assert np.array_equal(s_on.mask_words(), s_off.mask_words()), text
-                assert s_on.commit_token(tok) and s_off.commit_token(tok)
-    assert (on.stats()["entered_by_choice"] > 0) == enter_by_choice
-
-
 def test_heads_with_many_exits_are_refused() -> None:
     """A head whose first walk over the hole leaves more live exits than
     ``EngineTuning.split_exits`` is walked as it is from then on; with the threshold at 0 every

@@ -689,7 +689,6 @@ class Constraint:
             "masks": len(self._masks),
             "transitions_computed": self._table.filled,
             # how often the walks' mechanisms were used (tests count them instead of patching)
-            "entered_by_choice": self._table.entered_by_choice,
             "relative_walks": self._relative_masks.relative_walks,
             "crossing_walks": self._relative_masks.crossing_walks,
         }

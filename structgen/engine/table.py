@@ -66,7 +66,6 @@ class TransitionTable:
         self._choice_live = tuning.choice_live
         self._choice_class = tuning.choice_class
         self._choice_excludes = tuning.choice_excludes
-        self._by_choice = tuning.enter_by_choice
         self._loop_min = tuning.loop_region_min_bytes
         self._small_class = tuning.small_class
         #: per token id, the bytes its last character lacks (``Vocab.utf8_tail_missing``, asked
@@ -81,7 +80,6 @@ class TransitionTable:
         self._before_loop: dict[int, tuple[int, int] | None] = {}
         self._classes: dict[int, tuple[int, ...] | None] = {}
         self.filled = 0  # transitions computed by the configuration system (a cost measure)
-        self.entered_by_choice = 0  # walks from exits entered by a choice's derivatives (a test measure)
         self._loops: dict[int, np.ndarray] = {}
         self._utf8: dict[int, bool] = {}
         self._sparse: dict[int, tuple[int, ...] | None] = {}
@@ -406,11 +404,7 @@ class TransitionTable:
         pending = out.pending  # exits of regions: nodes to enter at deeper levels
         narrow = self._narrow
         if entries is not None:
-            by_choice = self._choice_of(cid) if self._by_choice else None
-            if by_choice is not None:
-                self._enter_by_choice(trie, views, entries, by_choice, out)
-            else:
-                pending.update({k: list(v) for k, v in entries.items()})
+            pending.update({k: list(v) for k, v in entries.items()})
         elif literal is not None:
             self._follow_literal(trie, views, -1, 0, literal, out)
         elif choice is not None:
@@ -930,55 +924,6 @@ class TransitionTable:
                 self._grow()
                 out.direct.setdefault(k + 1, []).append((lo, cfg, -1))
         out.choice_budget = budget
-
-    def _enter_next_level(self, out: _Pieces, k: int, node: int, cfg: int) -> None:
-        """Enter ``node`` (level ``k``) at the walk's next level with configuration ``cfg``."""
-        self._grow()
-        out.direct.setdefault(k, []).append((node, cfg, -1))
-
-    def _enter_by_choice(
-        self,
-        trie: TokenTrie,
-        views: list[LevelViews],
-        entries: dict[int, list[tuple[np.ndarray, np.ndarray, int]]],
-        stack: tuple[int, int],
-        out: _Pieces,
-    ) -> None:
-        """Enter the nodes of ``entries`` (each reached by its byte from the one-stack
-        state ``stack``, a choice :meth:`_choice_of` allows) by the top term's derivatives:
-        below each, a literal is followed or the choice walked on, without a configuration or
-        a table row for the node; a derivative that is no choice becomes the node's
-        configuration (the walk's next level). The exits of a string's head into the ``}`` after
-        it are a few nodes: this is the whole walk from them."""
-        self.entered_by_choice += 1
-        parent, top = stack
-        steps = self._term_rows.get(top)
-        if steps is None:
-            steps = self._term_row(top)
-        row = dict(zip(steps[0::2], steps[1::2]))
-        system = self.system
-        for k, batch in entries.items():
-            v = views[k]
-            for e_nodes, e_byts, _ in batch:
-                for node, byte in zip(e_nodes.tolist(), e_byts.tolist()):
-                    d = row.get(byte)
-                    if d is None:
-                        continue
-                    lit = system.literal_run_of(parent, d)
-                    if lit is None:
-                        choosable = self._choosable.get((parent, d))
-                        if choosable is None:
-                            choosable = self._choosable_stack(parent, d)
-                        if not choosable:
-                            self._enter_next_level(out, k, node, system.config([system.stack(parent, d)]))
-                            continue
-                    tc = v.tok_count[node]
-                    if tc:
-                        out.add_py(v.tok_start[node], tc, DEAD, 0)
-                    if lit is not None:
-                        self._follow_literal(trie, views, k, node, lit, out)
-                    else:
-                        self._choice_walk(trie, views, k, node, (parent, d), out)
 
     def _follow_literal(
         self,

@@ -107,10 +107,6 @@ class EngineTuning:
     #: derivative, which is then no choice. Tests that want the stricter exclusion (any call or
     #: set operation anywhere keeps a stack out) add ``HAS_SYM | HAS_SETOP``.
     choice_excludes: int = HAS_POSS
-    #: Whether a walk from exits (``walk_from``) into a state that is a choice enters them by the
-    #: choice's derivatives (``TransitionTable._enter_by_choice``); off, by the state's table row
-    #: like any exit.
-    enter_by_choice: bool = True
     #: A walk from a configuration looping on at least this many bytes starts from its loop region.
     loop_region_min_bytes: int = 32
     #: Byte classes of at most this many bytes are filled byte by byte in Python, larger ones with
