@@ -158,11 +158,11 @@ def test_begun_unit_counts_spliced_equal_walked(vocab_name: str) -> None:
         state.mask()
         assert state.commit_token(tok)
     state.mask()
-    units = list(c._automata)
+    units = list(c._counted_masks.automata)
     assert units, "no counted unit met"
     checked = 0
     for unit in units:
-        auto = c._automata[unit]
+        auto = c._counted_masks.automata[unit]
         if auto is None:
             continue
         root = counters_mod._count_units(auto.table, trie, 0)

@@ -89,7 +89,7 @@ def _masks_both_ways(  # type: ignore[no-untyped-def]
         m_off = s_off.mask()
         out.append((m_on, m_off))
         assert s_on.commit_token(tok) and s_off.commit_token(tok)
-    assert on._relative or not used, "the relative walks were not used"
+    assert on._relative_masks.relative or not used, "the relative walks were not used"
     return out
 
 
@@ -138,9 +138,9 @@ def test_deeper_nodes_walk_nothing_new() -> None:
             assert state.commit_token(tok)
 
     walk(_node(3))
-    walks, relative_configs = len(c._relative), _configs_over_the_hole(c)
+    walks, relative_configs = len(c._relative_masks.relative), _configs_over_the_hole(c)
     walk(_node(8))
-    assert len(c._relative) == walks
+    assert len(c._relative_masks.relative) == walks
     assert _configs_over_the_hole(c) == relative_configs
 
 
@@ -221,7 +221,7 @@ def test_split_heads_with_tokens_that_cross_into_the_rest() -> None:
     """Heads are shared by every string of one kind, so exits are stepped from rests they were
     not first walked with."""
     on = _byte_by_byte(PIECES_SCHEMA, PIECES_DOCS)
-    assert any(e for _, e in on._relative.values()), "no walk over the hole left an exit"
+    assert any(e for _, e in on._relative_masks.relative.values()), "no walk over the hole left an exit"
     splits = [v for v in on._relative_masks._loops.values() if v is not None]
     assert len({head for head, _ in splits}) < len(splits), "no head was shared"
 
@@ -230,4 +230,4 @@ def test_heads_with_many_exits_are_refused() -> None:
     """A head whose first walk over the hole leaves more live exits than
     ``EngineTuning.split_exits`` is walked as it is from then on; with the threshold at 0 every
     head with a live exit is refused, and the masks stay the plain walk's and the matcher's."""
-    assert _byte_by_byte(PIECES_SCHEMA, PIECES_DOCS, EngineTuning(split_exits=0))._spine_refused
+    assert _byte_by_byte(PIECES_SCHEMA, PIECES_DOCS, EngineTuning(split_exits=0))._relative_masks.spine_refused

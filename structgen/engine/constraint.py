@@ -107,15 +107,6 @@ class Constraint:
             self._counted_masks,
             self._relative_masks,
         )
-        # the sources' tables under the names ahead.py and the tests read
-        rel, counted = self._relative_masks, self._counted_masks
-        self._relative, self._crossings, self._spine_refused = rel.relative, rel.crossings, rel.spine_refused
-        self._walk_relative, self._loop_split, self._exits_into, self._crossing = (
-            rel.walk, rel.loop_split, rel.exits_into, rel.crossing
-        )  # fmt: skip
-        self._counted, self._units, self._automata, self._unit_counts = (
-            counted.entries, counted.units, counted.automata, counted.unit_counts
-        )  # fmt: skip
         self._bound = CompletionBound(system, machines.rule_bound)
         self._token_counter: TokenCounter | None = None
         self._bytes_bound: bool | None = None
@@ -410,7 +401,7 @@ class Constraint:
         count was a walk that could not loop before: 10-15 ms inside a long string."""
         if self._atom_ids or self._counted_masks.base(cid) is None:
             return None
-        head, _, base = self._counted[cid]  # type: ignore[misc]
+        head, _, base = self._counted_masks.entries[cid]  # type: ignore[misc]
         if head.lo > 0 or base == cid:
             # units still required: the shortest completion depends on the count; or the
             # configuration is its own unbounded one (a pattern with a length bound, lifted)
@@ -581,9 +572,9 @@ class Constraint:
             masks = sorted(self._masks.items())
             parts = ConstraintParts(
                 self._positions.entries(),
-                list(self._relative.items()),
-                list(self._crossings.items()),
-                sorted(self._spine_refused),
+                list(self._relative_masks.relative.items()),
+                list(self._relative_masks.crossings.items()),
+                sorted(self._relative_masks.spine_refused),
             )
         return ConstraintSnapshot(n_terms, n_stacks, n_configs, rows, masks, parts)
 
@@ -614,8 +605,8 @@ class Constraint:
                 if exits is not None:
                     self._positions.add_exits(cid, exits)
             for key, found in itertools.islice(parts.crossings, self.limits.max_cached_masks):
-                self._crossings.put(key, found)
-            self._spine_refused.update(parts.spine_refused)
+                self._relative_masks.crossings.put(key, found)
+            self._relative_masks.spine_refused.update(parts.spine_refused)
             self.report = report
             self._memory_checked_at = -1  # the parts count: look again
             self._check_memory()
@@ -716,9 +707,9 @@ class ConstraintParts(NamedTuple):
     positions: list[tuple[int, tuple[np.ndarray, np.ndarray] | np.ndarray, Exits | None]]
     #: relative configuration -> (packed mask, exits) of relative walks made at first use
     relative: list[tuple[int, tuple[np.ndarray, Exits]]]
-    #: (relative configuration, tops crossed...) -> (token ids, exits) (``Constraint._crossing``)
+    #: (relative configuration, tops crossed...) -> (token ids, exits) (``RelativeMasks.crossing``)
     crossings: list[tuple[tuple[int, ...], tuple[np.ndarray, Exits]]]
-    #: heads whose split the constraint refused (``Constraint._spine_refused``)
+    #: heads whose split the constraint refused (``RelativeMasks.spine_refused``)
     spine_refused: list[int]
 
 

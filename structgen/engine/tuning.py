@@ -45,11 +45,11 @@ class EngineTuning:
     relative_nullable: bool = False
     #: Whether the tokens that cross from a walk over the hole into a caller that is itself over a
     #: caller are walked over the hole of that caller's top too, frame by frame
-    #: (``Constraint._crossing``, kept per relative configuration and tops crossed, so every depth
+    #: (``RelativeMasks.crossing``, kept per relative configuration and tops crossed, so every depth
     #: shares them); off, from the caller as it is. ``tree``: 30 → 23 ms of masks along its stream.
     chained_crossings: bool = True
     #: Whether a top ``x* b R`` (inside a string, a run of digits) is walked as ``x* b`` over a frame
-    #: holding ``R`` (``Constraint._loop_split``), so every rest shares the body's walk; off, as it
+    #: holding ``R`` (``RelativeMasks.loop_split``), so every rest shares the body's walk; off, as it
     #: is. What lets ``mode="aot"`` precompute a string's body once for every place it occurs.
     loop_split: bool = True
     #: Whether the masks of a counted repetition come from its sorted unbounded mask, filtered by
