@@ -86,7 +86,9 @@ def test_counted_masks_inside_a_begun_unit_equal_walks(vocab_name: str, lo: int,
     for tok in ids:
         got.append((st.mask_words().copy(), _budget_figures(fast, st.config)))
         assert st.commit_token(tok), "the instance must be valid"
-    assert any(k[1] is not None and v is not None for k, v in fast._units.items()), "no begun unit was counted"
+    assert any(k[1] is not None and v is not None for k, v in fast._counted_masks.units.items()), (
+        "no begun unit was counted"
+    )
     slow = Constraint.compile(grammar, vocab, tuning=WALKED)
     st = slow.start()
     for step, tok in enumerate(ids):
@@ -151,7 +153,7 @@ def test_exact_counts_equal_walks(vocab_name: str) -> None:
                 assert st.commit_token(tok), "the instance must be valid"
             got.append(st.mask_words().copy())
             out.append(got)
-        taken = [v for v in c._counted.values() if v is not None]
+        taken = [v for v in c._counted_masks.entries.values() if v is not None]
         return out, len(taken)
 
     fast, taken = masks(EngineTuning())

@@ -168,7 +168,7 @@ def test_choice_walks_equal_stepping(vocab_name: str, budget: int) -> None:
     vocab = load_vocab(vocab_name)
     walks_on = EngineTuning(choice_nodes=budget)
     walks_off = EngineTuning(choice_nodes=budget, choice_walks=False)
-    walked = inner = 0
+    walked = 0
     for name, grammar, walks in _choice_cases(vocab):
         for toks in walks:
             on = Constraint.compile(grammar, vocab, tuning=walks_on)
@@ -183,9 +183,7 @@ def test_choice_walks_equal_stepping(vocab_name: str, budget: int) -> None:
                 assert ok_on and ok_off
             assert s_on.is_accepting() and s_off.is_accepting()
             walked += sum(v is not None for v in on._table._choice.values())
-            inner += on._table.inner_choices
     assert walked > 0, "no choice was walked"
-    assert inner > 0 or budget < 64, "no choice was walked below the root of a walk"
 
 
 @pytest.mark.parametrize("name", ["enum", "tool_call", "gbnf"])
@@ -230,15 +228,14 @@ def test_choice_walks_on_random_word_sets(words: list[str], picks: list[int]) ->
 
 
 def test_choices_inside_walks_on_pieces_that_return() -> None:
-    """Choices met below the root of a walk (after ``,`` or ``[`` inside a token), in a
-    recursive grammar whose choices sit inside a callee: on a vocabulary of every byte and every
+    """Choices walked by derivatives past ``,`` or ``[`` inside a token, in a recursive grammar
+    whose choices sit inside a callee: on a vocabulary of every byte and every
     piece of two to six bytes of the documents (``,alps]]``, ``bet,[``: tokens that enter a
     choice, leave it and return into the caller), every mask with the choice walks equals the
     mask without them, and the matcher's."""
     grammar = Grammar.from_gbnf(CHOICE_GBNF)
     walked = _byte_by_byte(grammar, pieces_vocab(CHOICE_DOCS), CHOICE_DOCS, EngineTuning(), NO_CHOICE_WALKS)
-    inner = sum(c._table.inner_choices for c in walked)
-    assert inner > 0, "no choice was walked below the root of a walk"
+    assert any(v is not None for c in walked for v in c._table._choice.values()), "no choice was walked"
 
 
 CLASS_GBNF = """

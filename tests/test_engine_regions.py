@@ -158,11 +158,11 @@ def test_begun_unit_counts_spliced_equal_walked(vocab_name: str) -> None:
         state.mask()
         assert state.commit_token(tok)
     state.mask()
-    units = list(c._automata)
+    units = list(c._counted_masks.automata)
     assert units, "no counted unit met"
     checked = 0
     for unit in units:
-        auto = c._automata[unit]
+        auto = c._counted_masks.automata[unit]
         if auto is None:
             continue
         root = counters_mod._count_units(auto.table, trie, 0)
@@ -287,28 +287,25 @@ def test_unit_counts_equal_stepping_each_token(vocab_name: str) -> None:
             assert (int(counts.stay[tid]), int(counts.leave[tid])) == want, (start, vocab.token_bytes(tid))
 
 
-SPLICE_DOCS = [
+ESCAPE_DOCS = [
     json.dumps({"name": "a\nb \u00e9 \\ z", "code": "AB", "tags": ["x\ty", '"q"'], "other": "n\u00e9"}),
     json.dumps({"name": "Zoë", "tags": ["日本", "é"], "n": 3, "zeta": {"k": "v"}}, ensure_ascii=False),
 ]
 
 
 @pytest.mark.parametrize("vocab_name", ["llama-spm", "llama-bpe"])
-def test_spliced_regions_equal_walking_the_subtree(vocab_name: str) -> None:
-    """Below a node with many tokens whose state is a loop reached through bytes it loops on
-    (a string body after an escape, a key that left the listed names), the walk takes a slice
-    of the state's loop region: masks and budget figures equal walking the subtree."""
+def test_string_bodies_after_escapes_equal_walking_without_regions(vocab_name: str) -> None:
+    """String bodies reached after an escape or a multi-byte character, and keys that left the
+    listed names: masks and budget figures with loop regions equal those without
+    (``loop_region_min_bytes`` above 256)."""
     from structgen.schema import json_schema_to_grammar
 
     vocab = load_vocab(vocab_name)
     grammar = json_schema_to_grammar(SCHEMA)
-    spliced = Constraint.compile(grammar, vocab)
-    got = _masks_and_figures(spliced, vocab, SPLICE_DOCS)
+    got = _masks_and_figures(Constraint.compile(grammar, vocab), vocab, ESCAPE_DOCS)
     assert not any(isinstance(step[0], str) for step in got), "a token of a valid document was refused"
-    assert spliced.stats()["splices"], "no region was spliced"
-    walked = Constraint.compile(grammar, vocab, tuning=EngineTuning(splices=False))
-    want = _masks_and_figures(walked, vocab, SPLICE_DOCS)
-    assert not walked.stats()["splices"]
+    plain = Constraint.compile(grammar, vocab, tuning=EngineTuning(loop_region_min_bytes=257))
+    want = _masks_and_figures(plain, vocab, ESCAPE_DOCS)
     assert len(got) == len(want)
     for step, (a, b) in enumerate(zip(got, want)):
         for x, y in zip(a, b):

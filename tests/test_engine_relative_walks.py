@@ -11,7 +11,14 @@ import pathlib
 
 import numpy as np
 import pytest
-from engine_support import greedy_tokens, json_grammar, load_vocab, walk_against_matcher
+from engine_support import (
+    greedy_tokens,
+    json_grammar,
+    load_vocab,
+    pieces_vocab,
+    reference_mask,
+    walk_against_matcher,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -82,7 +89,7 @@ def _masks_both_ways(  # type: ignore[no-untyped-def]
         m_off = s_off.mask()
         out.append((m_on, m_off))
         assert s_on.commit_token(tok) and s_off.commit_token(tok)
-    assert on._relative or not used, "the relative walks were not used"
+    assert on._relative_masks.relative or not used, "the relative walks were not used"
     return out
 
 
@@ -131,9 +138,9 @@ def test_deeper_nodes_walk_nothing_new() -> None:
             assert state.commit_token(tok)
 
     walk(_node(3))
-    walks, relative_configs = len(c._relative), _configs_over_the_hole(c)
+    walks, relative_configs = len(c._relative_masks.relative), _configs_over_the_hole(c)
     walk(_node(8))
-    assert len(c._relative) == walks
+    assert len(c._relative_masks.relative) == walks
     assert _configs_over_the_hole(c) == relative_configs
 
 
@@ -164,3 +171,63 @@ def test_saved_constraint_goes_on_with_relative_walks() -> None:
     for tok in toks:
         assert np.array_equal(a.mask(), b.mask())
         assert a.commit_token(tok) and b.commit_token(tok)
+
+
+#: Strings between keys in one order (small objects take any order by default): each string's
+#: body and closing quote is walked over a frame holding the rest (``EngineTuning.loop_split``).
+FIXED_ORDER = {"any_order_up_to": 0, "any_order_required_up_to": 0}
+PIECES_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "abc": {"type": "integer"},
+        "cde": {"type": "integer"},
+        "efg": {"type": "boolean"},
+        "hij": {"type": "boolean"},
+        "klm": {"type": "string", "pattern": "^[a-z]{1,3}$"},
+        "nop": {"type": "string", "maxLength": 3},
+        "qrs": {"type": "string", "pattern": "^[a-z]{1,3}$"},
+        "tuv": {"type": "string"},
+        "wxy": {"type": "string"},
+    },
+    "required": ["abc", "cde", "efg", "hij", "klm", "nop", "qrs", "tuv", "wxy"],
+    "additionalProperties": False,
+}
+PIECES_DOCS = [
+    b'{"abc": 12, "cde": 3, "efg": true, "hij": false, "klm": "xy", "nop": "", "qrs": "z", "tuv": "a b", "wxy": ""}',
+    b'{"abc":-4,"cde":56,"efg":false,"hij":true,"klm":"ab","nop":"q","qrs":"c","tuv":"","wxy":"x\\\\"}',
+]
+
+
+def _byte_by_byte(schema: dict, docs: list[bytes], tuning: EngineTuning = EngineTuning()) -> Constraint:  # type: ignore[type-arg]
+    """``docs`` byte by byte on a vocabulary of every byte and every piece of two to eight
+    bytes of them, under ``tuning`` against the walk without walks over the hole and against
+    the matcher: tokens such as ``xy", "no`` leave a string's head and read the rest."""
+    grammar = Grammar.from_json_schema(schema, **FIXED_ORDER)
+    vocab = pieces_vocab(docs, (2, 3, 4, 5, 6, 7, 8))
+    on = Constraint.compile(grammar, vocab, tuning=tuning)
+    off = Constraint.compile(grammar, vocab, tuning=EngineTuning(relative_walks=False))
+    for doc in docs:
+        s_on, s_off = on.start(), off.start()
+        for i in range(len(doc)):
+            m_on = s_on.mask()
+            assert np.array_equal(m_on, reference_mask(grammar, vocab, doc[:i])), doc[:i]
+            assert np.array_equal(m_on, s_off.mask()), doc[:i]
+            assert s_on.commit_token(doc[i]) and s_off.commit_token(doc[i])
+        assert s_on.is_accepting() and s_off.is_accepting()
+    return on
+
+
+def test_split_heads_with_tokens_that_cross_into_the_rest() -> None:
+    """Heads are shared by every string of one kind, so exits are stepped from rests they were
+    not first walked with."""
+    on = _byte_by_byte(PIECES_SCHEMA, PIECES_DOCS)
+    assert any(e for _, e in on._relative_masks.relative.values()), "no walk over the hole left an exit"
+    splits = [v for v in on._relative_masks._loops.values() if v is not None]
+    assert len({head for head, _ in splits}) < len(splits), "no head was shared"
+
+
+def test_heads_with_many_exits_are_refused() -> None:
+    """A head whose first walk over the hole leaves more live exits than
+    ``EngineTuning.split_exits`` is walked as it is from then on; with the threshold at 0 every
+    head with a live exit is refused, and the masks stay the plain walk's and the matcher's."""
+    assert _byte_by_byte(PIECES_SCHEMA, PIECES_DOCS, EngineTuning(split_exits=0))._relative_masks.spine_refused

@@ -15,7 +15,7 @@ from engine_support import greedy_tokens, load_vocab
 
 import structgen.engine
 from structgen import Grammar
-from structgen.engine import Constraint, shared_walks
+from structgen.engine import Constraint
 from structgen.engine.terms import HAS_POSS, HAS_SYM
 from structgen.engine.tuning import DEFAULT_ENGINE_TUNING, EngineTuning, switches
 from structgen.errors import ConstraintError
@@ -124,8 +124,8 @@ def test_no_test_monkeypatches_the_engine() -> None:
     [
         "from structgen.engine import table as t\ndef f(monkeypatch):\n    monkeypatch.setattr(t, 'NARROW', 0)\n",
         "from structgen.engine import Constraint\ndef f(mp):\n    mp.setattr(Constraint, '_x', None)\n",
-        "from structgen.engine import shared_walks\ndef f(mp):\n    k = shared_walks.TermKeys(None)\n"
-        "    mp.setattr(k, '_id_of_new', None)\n",
+        "from structgen.engine import count_clamp\ndef f(mp):\n    k = count_clamp.CountClamp(None)\n"
+        "    mp.setattr(k, 'config', None)\n",
         "import structgen.engine.counters as c\nc.SMALL_BASE = -1\n",
         "def f(monkeypatch):\n    monkeypatch.setattr('structgen.engine.table.NARROW', 0)\n",
         "from structgen import engine\ndef f(mp):\n    mp.setattr(engine.table, 'NARROW', 0)\n",
@@ -176,9 +176,7 @@ Walked = list[tuple[str, list[np.ndarray], dict[str, int]]]
 def _walk_all(vocab, grammars: list[tuple[str, Grammar]], tuning: EngineTuning) -> Walked:  # type: ignore[no-untyped-def]
     """Per schema, along its texts, the plain mask at every token and a tight budget mask at
     every fourth (budget figures use count twins and counted masks too), and the constraint's
-    statistics (the work done). The shared walks start empty, so the work is the same at every
-    call with one tuning."""
-    shared_walks.clear()
+    statistics (the work done)."""
     out = []
     for name, grammar in grammars:
         c = Constraint.compile(grammar, vocab, tuning=tuning)
@@ -215,7 +213,7 @@ def _compare(got: Walked, want: Walked, what: str) -> None:
 
 
 def test_switches_are_the_boolean_fields() -> None:
-    assert len(switches()) >= 15
+    assert len(switches()) >= 10
     assert all(getattr(DEFAULT_ENGINE_TUNING, name) is True for name in switches())
 
 
@@ -245,7 +243,7 @@ def test_a_saved_constraint_loads_under_another_tuning(walked) -> None:  # type:
     for tok in greedy_tokens(vocab, text)[:20]:
         state.mask_words()
         assert state.commit_token(tok)
-    tuning = EngineTuning(choice_walks=False, spine_split=False, narrow=0)
+    tuning = EngineTuning(choice_walks=False, loop_split=False, narrow=0)
     loaded = Constraint.load(c.save(), vocab, tuning=tuning)
     assert loaded.tuning is tuning
     state = loaded.start()
@@ -270,7 +268,7 @@ def test_a_field_of_the_wrong_type_is_refused(name: str) -> None:
 
 @pytest.mark.parametrize(
     ("name", "value"),
-    [("narrow", -1), ("sparse_live", -5), ("spine_word", 0), ("choice_class", 0), ("shared_max_walks", 0)],
+    [("narrow", -1), ("sparse_live", -5), ("split_exits", -1), ("choice_class", 0), ("region_max_trimmed", 0)],
 )
 def test_a_field_out_of_range_is_refused(name: str, value: int) -> None:
     with pytest.raises(ConstraintError, match=f"EngineTuning.{name} must be at least"):

@@ -134,7 +134,7 @@ def _held_arrays(stores: list[SharedMasks]) -> list[np.ndarray]:
 def _constraint_masks(c: Constraint) -> list[np.ndarray]:
     """Every mask a constraint's caches and position masks refer to."""
     out = list(c._masks.values()) + list(c._counted_masks._words.values())
-    out += [words for words, _ in c._relative.values()]
+    out += [words for words, _ in c._relative_masks.relative.values()]
     return out + list(c._positions._dense.values())
 
 
@@ -205,7 +205,7 @@ def test_small_cache_bound_lets_go_of_masks(llama3: Vocab) -> None:
     lazy = Constraint.compile(grammar, llama3)
     small = Constraint.compile(grammar, llama3, limits=EngineLimits(max_cached_masks=3))
     _walk([lazy, small], llama3, _texts("realistic_model"))
-    assert len(small._masks) <= 3 and len(small._relative) <= 3
+    assert len(small._masks) <= 3 and len(small._relative_masks.relative) <= 3
     assert _check_held_once(small) <= 3 + 3 + len(small._counted_masks._words)
 
 

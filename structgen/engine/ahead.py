@@ -9,10 +9,9 @@ from is smaller. :meth:`Constraint._compute_mask` builds the mask of a one-stack
 * the *relative part* of its top: the packed mask and exits of the walk of ``t`` over an unknown
   caller, the hole (``ConfigSystem.relative``), the same for every caller ``P``. A top
   ``x* b R`` (a string's body and its closing quote) is walked as ``x* b`` over a frame holding
-  ``R`` (``Constraint._loop_split``), and a bottom top ``h R`` as ``h`` over ``R`` where ``R``
-  starts at a word (``_spine_split``), so the part is shared by every rest ``R`` too;
+  ``R`` (``RelativeMasks.loop_split``), so the part is shared by every rest ``R`` too;
 * the *crossings*: the tokens that leave the top through its exits, walked over the next frame's
-  top (``Constraint._crossing``, per relative part and tops crossed), frame by frame, and from the
+  top (``RelativeMasks.crossing``, per relative part and tops crossed), frame by frame, and from the
   real caller only at the bottom;
 
 and, at the bottom, where the configuration is the top alone, from the position's own mask.
@@ -23,7 +22,7 @@ filtered from its sorted walk (counters.py).
 reachable from the start and computes their parts with the constraint's own methods, on the keys
 the constraint looks them up by. Relative parts and the masks of bottom positions go into a
 :class:`PositionMasks` (compact, outside the constraint's bounded caches, which would drop them),
-crossings into ``Constraint._crossings``, unit counts into ``Constraint._units``. Positions are
+crossings into ``RelativeMasks.crossings``, unit counts into ``CountedMasks.units``. Positions are
 found by stepping each position's own configuration (the relative one, or the bottom one) over
 every byte and taking every frame of every stack it reaches, counts clamped as the masks clamp
 them; the frame below a returning call is a position of its own, so the exploration never builds
@@ -54,8 +53,7 @@ what it covers is bounded by ``EngineLimits.aot_max_positions``, ``aot_budget_ms
   (``EngineTuning.relative_nullable`` off): ``caller-dependent`` (caller masks too);
 * positions past the limits: ``limit``.
 
-Cost: one relative walk per reachable top (a trie walk; shared across constraints of one
-vocabulary where the top has a structural id, shared_walks.py) and one byte row per position.
+Cost: one relative walk per reachable top (a trie walk) and one byte row per position.
 Memory: a sparse mask as its nonzero words, a dense one once per distinct mask, in the pool the
 constraint's caches share (mask_store.py). Measured on
 Llama 3 (2 shared cores, load 3-5): the schemas of ``schemas/`` compile in 0.4-1.6 s; objects with
@@ -76,7 +74,7 @@ from ..errors import ConstraintError, LimitError
 from .configs import DEAD
 from .counters import CountedHead, counted_head
 from .mask_store import MaskPool
-from .shared_walks import Exits
+from .table import Exits
 
 if TYPE_CHECKING:
     from .constraint import Constraint
@@ -327,6 +325,7 @@ def _explore(
     # configurations of several stacks already counted as ambiguous
     ambiguous: set[int] = set()
     positions = c._positions
+    relative = c._relative_masks
 
     def push(top: int, bottom: bool) -> None:
         key = (clamp.term(top), bottom)
@@ -388,21 +387,21 @@ def _explore(
             cid = system.relative(top)
             if head is not None:
                 lazy["counted"] = lazy.get("counted", 0) + 1
-                if (head.unit, head.partial) not in c._units:
-                    c._unit_counts(head.unit, head.partial)
+                if (head.unit, head.partial) not in c._counted_masks.units:
+                    c._counted_masks.unit_counts(head.unit, head.partial)
                     report.unit_counts += 1
-            elif (loop := c._loop_split(top)) is not None and loop[0] not in c._spine_refused:
+            elif (loop := relative.loop_split(top)) is not None and loop[0] not in relative.spine_refused:
                 # the constraint walks ``x* b`` over a frame holding the rest: that part is
-                # shared by every rest (``Constraint._loop_split``)
+                # shared by every rest (``RelativeMasks.loop_split``)
                 part = system.relative(loop[0])
-                if part not in c._relative and not positions.has_relative(part):
-                    positions.add_relative(part, c._walk_relative(part, loop[0], shared=True))
+                if part not in relative.relative and not positions.has_relative(part):
+                    positions.add_relative(part, relative.walk(part))
                     report.relative_parts += 1
                 pairs.add((loop[0], clamp.term(loop[1])))
             elif store.nullable[top] and not nullable_over_hole:
                 lazy["caller-dependent"] = lazy.get("caller-dependent", 0) + 1
-            elif cid not in c._relative and not positions.has_relative(cid):
-                positions.add_relative(cid, c._walk_relative(cid, top, shared=False))
+            elif cid not in relative.relative and not positions.has_relative(cid):
+                positions.add_relative(cid, relative.walk(cid))
                 report.relative_parts += 1
         for target in _targets(c, cid):
             stacks = system.configs[target]
@@ -426,7 +425,7 @@ def _counted(c: Constraint, head: CountedHead) -> bool:
     """Whether the constraint masks ``head`` by filtering counts: its unit has per-token counts
     from where it is (a prefix ``counted_head`` reads as a begun unit may be no state of the
     unit's automaton: the rest of a key before a counted string)."""
-    return c._unit_counts(head.unit, head.partial) is not None
+    return c._counted_masks.unit_counts(head.unit, head.partial) is not None
 
 
 def _same_repetition(c: Constraint, top: int, repetition: tuple[int, int]) -> bool:
@@ -465,7 +464,7 @@ def _push_frames(c: Constraint, sid: int, push: object, pairs: set[tuple[int, in
 
 
 def _crossings(c: Constraint, report: CompileReport, pairs: set[tuple[int, int]], stop_at: float) -> None:
-    """The crossings (``Constraint._crossing``) of tokens from each top of ``pairs`` whose
+    """The crossings (``RelativeMasks.crossing``) of tokens from each top of ``pairs`` whose
     relative part is known into the frame below it, one frame deep: what a mask over a caller
     adds to its relative part. Deeper crossings are computed at first use."""
     system = c._system
@@ -474,14 +473,14 @@ def _crossings(c: Constraint, report: CompileReport, pairs: set[tuple[int, int]]
             report.truncated, report.stopped_by = True, "aot_budget_ms"
             return
         rel = system.relative(top)
-        part = c._relative.get(rel) or c._positions.relative(rel)
+        part = c._relative_masks.relative.get(rel) or c._positions.relative(rel)
         if part is None or not part[1]:
             continue
         # the caller's first bytes depend on its top alone (it is over a caller of its own)
         tail = system.relative(caller)
-        exits = c._exits_into(part[1], tail)
-        if exits and (rel, caller) not in c._crossings:
-            c._crossing(tail, exits, (rel,))
+        exits = c._relative_masks.exits_into(part[1], tail)
+        if exits and (rel, caller) not in c._relative_masks.crossings:
+            c._relative_masks.crossing(tail, exits, (rel,))
             report.crossings += 1
 
 

@@ -57,8 +57,7 @@ from .configs import ConfigSystem
 from .limits import EngineLimits
 from .machines import SYMBOL_BASE, Machines, _Lowering, is_call, symbol_index
 from .masks import words_for
-from .shared_walks import Exits
-from .table import UNKNOWN
+from .table import UNKNOWN, Exits
 from .terms import (
     ALT_K,
     AND_K,

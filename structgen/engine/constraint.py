@@ -38,8 +38,7 @@ from .mask_sources import Answer, CountTwins, MaskSource, Partial, PrecomputedPo
 from .mask_store import MASK_ENTRY_BYTES, MaskPool, SharedMasks
 from .masks import pack_ids, pack_ids_onto, unpack, words_for
 from .relative_masks import RelativeMasks
-from .shared_walks import Exits
-from .table import TransitionTable
+from .table import Exits, TransitionTable
 from .token_budget import DEFAULT_TOKEN_BUDGET_TUNING, TokenCounter, multibyte_ends
 from .trie_cache import token_trie_for
 from .tuning import DEFAULT_ENGINE_TUNING, EngineTuning
@@ -77,9 +76,7 @@ class Constraint:
         self.tuning = tuning
         self._machines = machines
         self._system = system
-        self._table = TransitionTable(
-            system, tail_missing=lambda: vocab.utf8_tail_missing, token_bytes=vocab.token_bytes, tuning=tuning
-        )
+        self._table = TransitionTable(system, tail_missing=lambda: vocab.utf8_tail_missing, tuning=tuning)
         self._trie = token_trie_for(vocab)
         self._width = vocab.logit_width
         self._words = words_for(self._width)
@@ -115,17 +112,6 @@ class Constraint:
             self._counted_masks,
             self._relative_masks,
         )
-        # the sources' tables under the names ahead.py and the tests read
-        rel, counted = self._relative_masks, self._counted_masks
-        self._relative, self._crossings, self._spine, self._spine_refused = (
-            rel.relative, rel.crossings, rel.spine, rel.spine_refused
-        )  # fmt: skip
-        self._walk_relative, self._loop_split, self._exits_into, self._crossing = (
-            rel.walk, rel.loop_split, rel.exits_into, rel.crossing
-        )  # fmt: skip
-        self._counted, self._units, self._automata, self._unit_counts = (
-            counted.entries, counted.units, counted.automata, counted.unit_counts
-        )  # fmt: skip
         self._bound = CompletionBound(system, machines.rule_bound)
         #: states inside long counted repetitions hold the count aside (count_offsets.py); not
         #: where a commit reads more than the bytes' steps (token atoms, frame liveness)
@@ -437,7 +423,7 @@ class Constraint:
         count was a walk that could not loop before: 10-15 ms inside a long string."""
         if self._atom_ids or self._counted_masks.base(cid) is None:
             return None
-        head, _, base = self._counted[cid]  # type: ignore[misc]
+        head, _, base = self._counted_masks.entries[cid]  # type: ignore[misc]
         if head.lo > 0 or base == cid:
             # units still required: the shortest completion depends on the count; or the
             # configuration is its own unbounded one (a pattern with a length bound, lifted)
@@ -635,9 +621,9 @@ class Constraint:
             masks = sorted(self._masks.items())
             parts = ConstraintParts(
                 self._positions.entries(),
-                list(self._relative.items()),
-                list(self._crossings.items()),
-                sorted(self._spine_refused),
+                list(self._relative_masks.relative.items()),
+                list(self._relative_masks.crossings.items()),
+                sorted(self._relative_masks.spine_refused),
             )
         return ConstraintSnapshot(n_terms, n_stacks, n_configs, rows, masks, parts)
 
@@ -668,8 +654,8 @@ class Constraint:
                 if exits is not None:
                     self._positions.add_exits(cid, exits)
             for key, found in itertools.islice(parts.crossings, self.limits.max_cached_masks):
-                self._crossings.put(key, found)
-            self._spine_refused.update(parts.spine_refused)
+                self._relative_masks.crossings.put(key, found)
+            self._relative_masks.spine_refused.update(parts.spine_refused)
             self.report = report
             self._memory_checked_at = -1  # the parts count: look again
             self._check_memory()
@@ -744,11 +730,6 @@ class Constraint:
             "masks": len(self._masks),
             "transitions_computed": self._table.filled,
             # how often the walks' mechanisms were used (tests count them instead of patching)
-            "inner_choices": self._table.inner_choices,
-            "entered_by_choice": self._table.entered_by_choice,
-            "entered_literal": self._table.entered_literal,
-            "splices": self._table.splices,
-            "shared_walk_hits": self._relative_masks.shared_walk_hits,
             "relative_walks": self._relative_masks.relative_walks,
             "crossing_walks": self._relative_masks.crossing_walks,
         }
@@ -776,9 +757,9 @@ class ConstraintParts(NamedTuple):
     positions: list[tuple[int, tuple[np.ndarray, np.ndarray] | np.ndarray, Exits | None]]
     #: relative configuration -> (packed mask, exits) of relative walks made at first use
     relative: list[tuple[int, tuple[np.ndarray, Exits]]]
-    #: (relative configuration, tops crossed...) -> (token ids, exits) (``Constraint._crossing``)
+    #: (relative configuration, tops crossed...) -> (token ids, exits) (``RelativeMasks.crossing``)
     crossings: list[tuple[tuple[int, ...], tuple[np.ndarray, Exits]]]
-    #: heads whose split the constraint refused (``Constraint._spine_refused``)
+    #: heads whose split the constraint refused (``RelativeMasks.spine_refused``)
     spine_refused: list[int]
 
 

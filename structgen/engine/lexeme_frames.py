@@ -57,7 +57,6 @@ class FrameLiveness:
         self.store = system.store
         self.max_states = max_states
         self._atoms = len(system.m.token_atoms)
-        self._all_events = (1 << (END_EVENT + 1 + self._atoms)) - 1
         #: (term, event) -> bit mask of the events with which it can return
         self._exits: dict[tuple[int, int], int] = {}
         #: (term, event) -> the nodes whose value holds its value (a union: they grow by what it grew)

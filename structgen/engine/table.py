@@ -19,13 +19,16 @@ from .. import caches
 from ..grammar.utf8 import utf8_sequences
 from .arrays import mask_to_bools, ranges, unique, unique_inverse
 from .configs import DEAD, ConfigSystem
-from .loop_regions import MULTIBYTE_SLACK, LoopRegion, exits_by_level, loop_region, run_region
+from .loop_regions import MULTIBYTE_SLACK, LoopRegion, loop_region, run_region
 from .machines import is_call
 from .terms import BYTES_K, HAS_SYM, NOTHING, REPEAT_K, SEQ_K
 from .token_trie import LevelViews, TokenTrie
 from .tuning import DEFAULT_ENGINE_TUNING, EngineTuning
 
 UNKNOWN = -1
+#: the exits of a walk over the hole: per trie level, the nodes whose byte returned into the hole
+#: and those bytes
+Exits = dict[int, tuple[np.ndarray, np.ndarray]]
 #: Class masks whose byte arrays are kept, shared by every table in the process (each at most
 #: 256 one-byte entries): every new constraint meets the same classes (``[^"\\]``, all bytes
 #: but one literal byte...), and building an array costs a few numpy calls. Registered in
@@ -47,7 +50,6 @@ class TransitionTable:
         system: ConfigSystem,
         capacity: int = 1024,
         tail_missing: Callable[[], np.ndarray] | None = None,
-        token_bytes: Callable[[int], bytes] | None = None,
         tuning: EngineTuning = DEFAULT_ENGINE_TUNING,
     ) -> None:
         self.system = system
@@ -64,14 +66,8 @@ class TransitionTable:
         self._choice_live = tuning.choice_live
         self._choice_class = tuning.choice_class
         self._choice_excludes = tuning.choice_excludes
-        self._by_choice = tuning.enter_by_choice
-        self._inner_walks = tuning.inner_choices
         self._loop_min = tuning.loop_region_min_bytes
-        self._splices = tuning.splices
-        self._splice_min = tuning.splice_min_tokens
         self._small_class = tuning.small_class
-        #: a token's bytes by id: the path to a trie node (where a walk splices a loop region)
-        self._token_bytes = token_bytes
         #: per token id, the bytes its last character lacks (``Vocab.utf8_tail_missing``, asked
         #: for by the first walk with ends): the exact slack of tokens accepted in bulk that end
         #: inside a multi-byte character
@@ -84,15 +80,10 @@ class TransitionTable:
         self._before_loop: dict[int, tuple[int, int] | None] = {}
         self._classes: dict[int, tuple[int, ...] | None] = {}
         self.filled = 0  # transitions computed by the configuration system (a cost measure)
-        self.inner_choices = 0  # choice walks started below the root of a walk (a test measure)
-        self.entered_by_choice = 0  # walks from exits entered by a choice's derivatives (a test measure)
-        self.entered_literal = 0  # walks from exits entered along a literal run (a test measure)
-        self.splices = 0  # loop-region parts taken below a node instead of its walk (a test measure)
         self._loops: dict[int, np.ndarray] = {}
         self._utf8: dict[int, bool] = {}
         self._sparse: dict[int, tuple[int, ...] | None] = {}
         self._runs: dict[int, tuple[int, int | None, int] | None] = {}
-        self._regions: dict[int, LoopRegion | None] = {}
         #: during a relative walk (:meth:`walk_relative`): ``(level, node)`` pairs where a return
         #: into the hole happened, a node an int (a Python level) or an array of them (a numpy
         #: level: the children of ``"`` after a key's quote are hundreds); None otherwise
@@ -413,14 +404,7 @@ class TransitionTable:
         pending = out.pending  # exits of regions: nodes to enter at deeper levels
         narrow = self._narrow
         if entries is not None:
-            run = self._literal_of(cid) if self._by_choice else None
-            by_choice = self._choice_of(cid) if self._by_choice and run is None else None
-            if run is not None:
-                self._enter_literal(trie, views, entries, run, out)
-            elif by_choice is not None:
-                self._enter_by_choice(trie, views, entries, by_choice, out)
-            else:
-                pending.update({k: list(v) for k, v in entries.items()})
+            pending.update({k: list(v) for k, v in entries.items()})
         elif literal is not None:
             self._follow_literal(trie, views, -1, 0, literal, out)
         elif choice is not None:
@@ -658,15 +642,6 @@ class TransitionTable:
                 nodes, states = nodes[keep], states[keep]
                 if nodes.size == 0:
                     return None
-        big = trie.run_end[k][nodes] - trie.run_start[k][nodes] >= self._splice_min
-        if big.any():
-            spliced = np.zeros(nodes.size, dtype=bool)
-            for i in np.flatnonzero(big).tolist():
-                spliced[i] = self._splice(trie, k, int(nodes[i]), int(states[i]), out)
-            if spliced.any():
-                nodes, states = nodes[~spliced], states[~spliced]
-                if nodes.size == 0:
-                    return None
         tc = trie.tok_count[k][nodes]
         ends = tc > 0
         if ends.any():
@@ -744,8 +719,6 @@ class TransitionTable:
                     lo = v.run_start[node]
                     out.add_py(lo, v.run_end[node] - lo, state, slack)
                     continue
-            if v.run_end[node] - v.run_start[node] >= self._splice_min and self._splice(trie, k, node, state, out):
-                continue
             tc = v.tok_count[node]
             if tc:
                 out.add_py(v.tok_start[node], tc, state, 0)
@@ -769,53 +742,8 @@ class TransitionTable:
                     if lit is not None:
                         self._follow_literal(trie, views, k, node, lit, out)
                         continue
-                    if out.choice_budget > 0 and self._inner_walks and state not in self._sparse:
-                        choice = self._choice.get(state, False)
-                        if choice is False:
-                            choice = self._choice_of(state)
-                        if choice is not None:
-                            self.inner_choices += 1
-                            self._choice_walk(trie, views, k, node, choice, out)
-                            continue
                 expand.append((v.child_start[node], cc, state))
         return expand
-
-    def _splice(self, trie: TokenTrie, k: int, node: int, state: int, out: _Pieces) -> bool:
-        """Below ``node`` (level ``k``, many tokens) in ``state``, take the loop region of
-        ``state`` instead of walking the subtree, where the bytes leading to ``node`` are ASCII
-        bytes ``state`` loops on: the region, built from the root, then holds under ``node``
-        exactly what a walk from ``node`` would do (a walk that reached the string body after
-        ``\\n`` or ``\\u00e9``, or a key that left the listed names, at a node with thousands
-        of tokens below). Returns whether it did."""
-        if self._token_bytes is None or not self._splices:
-            return False
-        region = self._regions.get(state, False)
-        if region is False and self.system.characters_loop(state) is None:
-            # only a plain loop ``u* t`` (a string body, a digit run): asking any other state
-            # for a region would fill its whole row for nothing
-            region = self._regions[state] = None
-        if region is None:
-            return False
-        start, end = int(trie.run_start[k][node]), int(trie.run_end[k][node])
-        path = self._token_bytes(int(trie.sorted_ids[start]))[: k + 1]
-        loops = self.loop_bits(state)
-        if max(path) >= 0x80 or any(not loops >> b & 1 for b in path):
-            return False
-        if region is False:
-            # built once the path loops: a string body reached through its opening quote (which
-            # does not) would have built one for nothing
-            region = self._regions[state] = self._loop_region(state, trie)
-            if region is None:
-                return False
-        lo, hi = np.searchsorted(region.positions, (start, end)).tolist()
-        if hi > lo:
-            out.add_positions(region.positions[lo:hi], state, region.slack[lo:hi])
-        first, levels, e_nodes, e_byts = region.exits_by_run(trie)
-        a, b = np.searchsorted(first, (start, end)).tolist()
-        for level, (below, byts) in exits_by_level(levels[a:b], e_nodes[a:b], e_byts[a:b]).items():
-            out.pending.setdefault(level, []).append((below, byts, state))
-        self.splices += 1
-        return True
 
     def _run_of(self, cid: int) -> tuple[int, int | None, int] | None:
         """If ``cid`` is a run of a few bytes, ``u{0,m} t`` with ``u`` a byte set that the
@@ -996,83 +924,6 @@ class TransitionTable:
                 self._grow()
                 out.direct.setdefault(k + 1, []).append((lo, cfg, -1))
         out.choice_budget = budget
-
-    def _enter_literal(
-        self,
-        trie: TokenTrie,
-        views: list[LevelViews],
-        entries: dict[int, list[tuple[np.ndarray, np.ndarray, int]]],
-        run: tuple[bytes, tuple[int, ...], int],
-        out: _Pieces,
-    ) -> None:
-        """Enter the nodes of ``entries`` from a literal run's state: those reached by its first
-        byte go on along the rest of it (:meth:`_follow_literal`), the others are dead."""
-        self.entered_literal += 1
-        first = run[0][0]
-        rest = (run[0][1:], run[1][1:], run[2]) if len(run[0]) > 2 else None
-        for k, batch in entries.items():
-            v = views[k]
-            for e_nodes, e_byts, _ in batch:
-                for node, byte in zip(e_nodes.tolist(), e_byts.tolist()):
-                    if byte != first:
-                        continue
-                    if rest is None:
-                        # one byte left: not a run, the node's configuration is made
-                        self._enter_next_level(out, k, node, self.system.after_literal(run, 1))
-                        continue
-                    tc = v.tok_count[node]
-                    if tc:
-                        out.add_py(v.tok_start[node], tc, DEAD, 0)
-                    self._follow_literal(trie, views, k, node, rest, out)
-
-    def _enter_next_level(self, out: _Pieces, k: int, node: int, cfg: int) -> None:
-        """Enter ``node`` (level ``k``) at the walk's next level with configuration ``cfg``."""
-        self._grow()
-        out.direct.setdefault(k, []).append((node, cfg, -1))
-
-    def _enter_by_choice(
-        self,
-        trie: TokenTrie,
-        views: list[LevelViews],
-        entries: dict[int, list[tuple[np.ndarray, np.ndarray, int]]],
-        stack: tuple[int, int],
-        out: _Pieces,
-    ) -> None:
-        """Enter the nodes of ``entries`` (each reached by its byte from the one-stack
-        state ``stack``, a choice :meth:`_choice_of` allows) by the top term's derivatives:
-        below each, a literal is followed or the choice walked on, without a configuration or
-        a table row for the node; a derivative that is no choice becomes the node's
-        configuration (the walk's next level). The exits of a split's head into the next key's
-        name are a few nodes each reading a letter: this is the whole walk from them."""
-        self.entered_by_choice += 1
-        parent, top = stack
-        steps = self._term_rows.get(top)
-        if steps is None:
-            steps = self._term_row(top)
-        row = dict(zip(steps[0::2], steps[1::2]))
-        system = self.system
-        for k, batch in entries.items():
-            v = views[k]
-            for e_nodes, e_byts, _ in batch:
-                for node, byte in zip(e_nodes.tolist(), e_byts.tolist()):
-                    d = row.get(byte)
-                    if d is None:
-                        continue
-                    lit = system.literal_run_of(parent, d)
-                    if lit is None:
-                        choosable = self._choosable.get((parent, d))
-                        if choosable is None:
-                            choosable = self._choosable_stack(parent, d)
-                        if not choosable:
-                            self._enter_next_level(out, k, node, system.config([system.stack(parent, d)]))
-                            continue
-                    tc = v.tok_count[node]
-                    if tc:
-                        out.add_py(v.tok_start[node], tc, DEAD, 0)
-                    if lit is not None:
-                        self._follow_literal(trie, views, k, node, lit, out)
-                    else:
-                        self._choice_walk(trie, views, k, node, (parent, d), out)
 
     def _follow_literal(
         self,

@@ -39,17 +39,17 @@ class EngineTuning:
     relative_walks: bool = True
     #: Whether a top that may end at once is walked over the hole too (its returns into the caller
     #: at the first byte are exits at the root); off, it is walked with its callers. Off by
-    #: default: its exits under most bytes filled the process's exit picks (shared_walks.py) with
-    #: objects the collector keeps scanning (test_engine_gc: 1,009 tracked objects against 68);
-    #: on, ``tree``'s aot p99 was 117 µs against 212.
+    #: default: its exits lie under most bytes (test_engine_gc: 1,009 objects the collector
+    #: tracks against 68, with a memo of filtered exits); on, ``tree``'s aot p99 was 117 µs
+    #: against 212.
     relative_nullable: bool = False
     #: Whether the tokens that cross from a walk over the hole into a caller that is itself over a
     #: caller are walked over the hole of that caller's top too, frame by frame
-    #: (``Constraint._crossing``, kept per relative configuration and tops crossed, so every depth
+    #: (``RelativeMasks.crossing``, kept per relative configuration and tops crossed, so every depth
     #: shares them); off, from the caller as it is. ``tree``: 30 → 23 ms of masks along its stream.
     chained_crossings: bool = True
     #: Whether a top ``x* b R`` (inside a string, a run of digits) is walked as ``x* b`` over a frame
-    #: holding ``R`` (``Constraint._loop_split``), so every rest shares the body's walk; off, as it
+    #: holding ``R`` (``RelativeMasks.loop_split``), so every rest shares the body's walk; off, as it
     #: is. What lets ``mode="aot"`` precompute a string's body once for every place it occurs.
     loop_split: bool = True
     #: Whether the masks of a counted repetition come from its sorted unbounded mask, filtered by
@@ -63,25 +63,9 @@ class EngineTuning:
     #: (count_offsets.py); off, it holds the real configuration, one new one per token (with
     #: its terms: 1.4 KB of heap a token inside ``maxLength: 1000000`` on Llama 3).
     count_offsets: bool = True
-    #: Whether a configuration of one stack at the bottom, ``h R`` with ``R`` starting at a word
-    #: (the next key of an object), is walked as ``h`` over the hole standing for ``R``
-    #: (``Constraint._spine_split``); off, it is walked as it is.
-    spine_split: bool = True
-    #: A word: at least this many single fixed bytes in a row, each a letter, a digit or ``_``.
-    spine_word: int = 3
-    #: Whether a choice whose every option starts with a word (the optional keys after a comma) is
-    #: split before too; off, only a word in the top sequence is.
-    spine_choices: bool = True
-    #: How many elements of a top's sequence are looked at for a word.
-    spine_look: int = 24
-    #: A head with fewer elements that need a byte is not split. One is enough (`` "`` before a
-    #: key): the children of its last node are exits with no step (``ConfigSystem.at_hole``),
-    #: which brought its first walk over the hole from about 350 µs to 150 µs; 2 left
-    #: ``tool_call`` 25% slower (cold p50).
-    spine_head_elements: int = 1
-    #: A head whose first walk over the hole left more live exit nodes than this (exits whose byte
-    #: the tail may read) is walked as it is from then on.
-    spine_exits: int = 16
+    #: A split head (``loop_split``) whose first walk over the hole left more live exit nodes than
+    #: this (exits whose byte the tail may read) is walked as it is from then on.
+    split_exits: int = 16
     #: Bytes the walks over the hole of one constraint keep (their packed masks, exits and
     #: crossings, relative_masks.py), first in, first out: 8,192 masks of Llama 3 (16 KB each).
     relative_memo_bytes: int = 128 << 20
@@ -140,21 +124,8 @@ class EngineTuning:
     #: derivative, which is then no choice. Tests that want the stricter exclusion (any call or
     #: set operation anywhere keeps a stack out) add ``HAS_SYM | HAS_SETOP``.
     choice_excludes: int = HAS_POSS
-    #: Whether a walk from exits (``walk_from``) into a state that is a choice enters them by the
-    #: choice's derivatives (``TransitionTable._enter_by_choice``); off, by the state's table row
-    #: like any exit.
-    enter_by_choice: bool = True
-    #: Whether a walk also follows the choices it meets below the root (after a string value's
-    #: closing quote: the comma, the next key) by choice walks, within the same node budget, for
-    #: configurations whose row is not known yet (a known row is a gather away).
-    inner_choices: bool = True
     #: A walk from a configuration looping on at least this many bytes starts from its loop region.
     loop_region_min_bytes: int = 32
-    #: Whether a node with many tokens below, in a state with a loop region, takes the region's
-    #: part below it instead of being walked (``TransitionTable._splice``); off, it is walked.
-    splices: bool = True
-    #: A node with at least this many tokens below is a candidate for a splice.
-    splice_min_tokens: int = 256
     #: Byte classes of at most this many bytes are filled byte by byte in Python, larger ones with
     #: one numpy assignment of their (shared) byte array.
     small_class: int = 8
@@ -176,20 +147,6 @@ class EngineTuning:
     max_run_regions: int = 4096
     #: Exit subsets kept per run region (one per set of bytes read after the run).
     run_max_within: int = 16
-
-    # -- shared_walks.py: walks over the hole shared by the constraints of the process ---------
-
-    #: Whether relative walks (heads split before a word) are shared across constraints.
-    shared_walks: bool = True
-    #: Walks kept for the process (first in, first out): a packed mask each, 16 KB on Llama 3.
-    shared_max_walks: int = 256
-    #: Structural ids kept for the process before the tables start a new generation.
-    shared_max_structures: int = 200_000
-    #: Terms new to a store that one structural id may take; a larger top gets none (unlikely to
-    #: recur, and finding its id costs a step per term).
-    shared_max_nodes: int = 64
-    #: Filtered exits kept for the process, per (exits, first-byte bound).
-    shared_max_exit_picks: int = 4096
 
     # -- counters.py: masks of counted repetitions ----------------------------------------------
 
@@ -242,13 +199,7 @@ class EngineTuning:
 #: the least value of each whole-number field (0 where not named: a threshold of 0 turns its
 #: mechanism off or sends every case one way, which gives the same masks)
 _MINIMUMS = {
-    "spine_word": 1,
-    "spine_look": 1,
     "choice_class": 1,
-    "shared_max_walks": 1,
-    "shared_max_structures": 1,
-    "shared_max_nodes": 1,
-    "shared_max_exit_picks": 1,
     "max_unit_states": 1,
     "max_bounded_words": 1,
     "max_slice_words": 1,
