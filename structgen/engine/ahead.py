@@ -489,8 +489,9 @@ def _lazy_over_caller(c: Constraint, top: int, nullable_over_hole: bool) -> bool
     repetition, or a top that may end at once where such tops are walked with their callers)."""
     if counted_head(c._machines.store, top) is not None:
         return True
-    loop = c._loop_split(top)
-    if loop is not None and loop[0] not in c._spine_refused:
+    relative = c._relative_masks
+    loop = relative.loop_split(top)
+    if loop is not None and loop[0] not in relative.spine_refused:
         return False
     return c._machines.store.nullable[top] and not nullable_over_hole
 
