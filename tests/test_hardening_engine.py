@@ -204,7 +204,10 @@ def test_limit_fields_must_be_positive_ints(kind: type, bad: object) -> None:
         assert info.value.value is None  # the error is about the field's value, not a bound reached
 
 
-@pytest.mark.parametrize(("kind", "zero_ok"), [(EngineLimits, {"aot_max_configs"}), (GrammarLimits, {"max_repeat"})])
+@pytest.mark.parametrize(
+    ("kind", "zero_ok"),
+    [(EngineLimits, {"aot_max_configs"}), (GrammarLimits, {"max_repeat", "separated_inline_nodes"})],
+)
 def test_zero_only_where_it_means_something(kind: type, zero_ok: set[str]) -> None:
     for f in fields(kind):
         if f.name == "deadline_s":

@@ -243,7 +243,8 @@ def test_unknown_format_is_a_bad_request_naming_the_keyword(client):
 
 
 def test_unenforceable_tool_parameters_are_a_bad_request(client):
-    tool = {"type": "function", "function": {"name": "f", "parameters": {"type": "string", "format": "lunar-date"}}}
+    parameters = {"type": "object", "properties": {"day": {"type": "string", "format": "lunar-date"}}}
+    tool = {"type": "function", "function": {"name": "f", "parameters": parameters}}
     with pytest.raises(openai.BadRequestError, match="format"):
         client.chat.completions.create(model="smollm2", messages=WEATHER_QUESTION, tools=[tool], tool_choice="required")
 
