@@ -28,7 +28,7 @@ Piece = "bytes | int"  # a byte string (one id per byte) or a whole extra token 
 
 def oracle_or_skip() -> Any:
     """The glrmask module, or skip the calling test with the reason."""
-    return pytest.importorskip("glrmask", reason="glrmask (the GLRM oracle) is not installed")
+    return pytest.importorskip("glrmask", reason="glrmask (the GLRM oracle) is not installed (pip install '.[test]')")
 
 
 @lru_cache(maxsize=1)

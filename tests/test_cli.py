@@ -129,7 +129,7 @@ def test_generate_prints_validated_json(schema_file, capsys):
 
     path = find_model("smollm2")
     if path is None or importlib.util.find_spec("llama_cpp") is None:
-        pytest.skip("needs llama-cpp-python and the SmolLM2 model")
+        pytest.skip("needs llama-cpp-python and the SmolLM2 model (make assets)")
     code = main(
         [
             "generate",
@@ -157,7 +157,7 @@ def test_demo(capsys):
     from structgen.models import find_model
 
     if find_model("smollm2") is None or importlib.util.find_spec("llama_cpp") is None:
-        pytest.skip("needs llama-cpp-python and the SmolLM2 model")
+        pytest.skip("needs llama-cpp-python and the SmolLM2 model (make assets)")
     assert main(["demo"]) == 0
     out = capsys.readouterr().out
     assert "validated Person" in out and "ms/token" in out

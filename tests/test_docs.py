@@ -28,7 +28,7 @@ def test_page_runs(page):
     from structgen.models import find_model
 
     if importlib.util.find_spec("llama_cpp") is None or find_model("smollm2") is None:
-        pytest.skip("needs llama-cpp-python and the SmolLM2 model")
+        pytest.skip("needs llama-cpp-python and the SmolLM2 model (make assets)")
     if page == "adapters.md":
         for module in ("torch", "transformers", "accelerate"):
             if importlib.util.find_spec(module) is None:

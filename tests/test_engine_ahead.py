@@ -70,7 +70,7 @@ def test_aot_masks_equal_lazy_on_schemas(case) -> None:  # type: ignore[no-untyp
 def test_aot_masks_equal_lazy_on_maskbench(corpora: pathlib.Path) -> None:
     cases = maskbench_sample(12, max_instances=2)
     if not cases:
-        pytest.skip("MaskBench archive not in the corpora")
+        pytest.skip("MaskBench archive not in the corpora: set STRUCTGEN_CORPORA to the shared/corpora folder")
     vocab = load_vocab("llama-bpe")
     total = 0
     for case in cases:
@@ -150,7 +150,7 @@ def test_switches_keep_the_masks_on_maskbench(corpora: pathlib.Path, switch: str
     """The same on schemas nobody here wrote."""
     cases = maskbench_sample(12, max_instances=1)
     if not cases:
-        pytest.skip("MaskBench archive not in the corpora")
+        pytest.skip("MaskBench archive not in the corpora: set STRUCTGEN_CORPORA to the shared/corpora folder")
     vocab = load_vocab("llama-bpe")
     compared = 0
     for case in cases:

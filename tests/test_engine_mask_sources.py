@@ -86,7 +86,7 @@ def test_every_source_equals_the_plain_walk_on_schemas() -> None:
 def test_every_source_equals_the_plain_walk_on_maskbench(corpora: pathlib.Path) -> None:
     cases = maskbench_sample(12, max_instances=2)
     if not cases:
-        pytest.skip("MaskBench archive not in the corpora")
+        pytest.skip("MaskBench archive not in the corpora: set STRUCTGEN_CORPORA to the shared/corpora folder")
     vocab = load_vocab("llama-bpe")
     answered: Counter[str] = Counter()
     for case in cases:

@@ -33,7 +33,7 @@ PLAIN = EngineTuning(choice_walks=False, relative_walks=False)
 def test_shortcuts_equal_the_plain_walk_on_maskbench(corpora: pathlib.Path) -> None:
     cases = maskbench_sample(SCHEMAS, max_instances=2)
     if not cases:
-        pytest.skip("MaskBench archive not in the corpora")
+        pytest.skip("MaskBench archive not in the corpora: set STRUCTGEN_CORPORA to the shared/corpora folder")
     vocab = load_vocab("llama-bpe")
     walked = steps = split = 0
     for case in cases:

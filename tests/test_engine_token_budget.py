@@ -360,7 +360,7 @@ def test_smollm2_writes_a_three_field_model_in_30_tokens() -> None:
 
     path = find_model("smollm2")
     if path is None:
-        pytest.skip("the SmolLM2 GGUF is not installed")
+        pytest.skip("the SmolLM2 GGUF is not installed (python tools/fetch_assets.py --models)")
 
     class Person(pydantic.BaseModel):
         name: str

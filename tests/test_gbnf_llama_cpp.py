@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-pytest.importorskip("llama_cpp", reason="llama-cpp-python not installed")
+pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (pip install '.[llama]')")
 
 from gbnf_strategies import GBNF_TEXT, GRAMMAR, TOKEN_FREE_LEAF, TOKEN_FREE_NODE
 from llama_cpp_oracle import DEFAULT_VOCAB, LlamaCppOracle, llama_accepts_grammar

@@ -296,7 +296,7 @@ def test_lexeme_semantics_differ_from_glrmask(name: str, src: str, cases: dict[s
 @pytest.mark.parametrize("name, src, cases", LEXEME_DIFFERENCES, ids=[c[0] for c in LEXEME_DIFFERENCES])
 def test_lexeme_semantics_differences_are_glrmask_behaviour(name: str, src: str, cases: dict[str, list]) -> None:
     if glrmask is None:
-        pytest.skip("glrmask is not installed")
+        pytest.skip("glrmask (the GLRM oracle) is not installed (pip install '.[test]')")
     oracle = Oracle(src)
     for verdict, inputs in cases.items():
         for text in inputs:
@@ -849,7 +849,7 @@ def _sources(draw: st.DrawFn) -> str:
     return f'glrm 1; start r0; {ignore} {_TERMINALS} nt r0 = {r0} | "b"; nt r1 = {r1} | "a";'
 
 
-@pytest.mark.skipif(glrmask is None, reason="glrmask is not installed")
+@pytest.mark.skipif(glrmask is None, reason="glrmask (the GLRM oracle) is not installed (pip install '.[test]')")
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_sources(), st.lists(st.text(alphabet="ab, ", max_size=6), min_size=10, max_size=10))
 def test_random_glrm_means_the_same(src: str, inputs: list[str]) -> None:

@@ -31,7 +31,9 @@ try:
 except ImportError:
     glrmask = None
 
-needs_glrmask = pytest.mark.skipif(glrmask is None, reason="glrmask (the GLRM oracle) is not installed")
+needs_glrmask = pytest.mark.skipif(
+    glrmask is None, reason="glrmask (the GLRM oracle) is not installed (pip install '.[test]')"
+)
 
 
 def same_verdicts(

@@ -307,7 +307,7 @@ def test_capped_gbnf_in_llama_cpp() -> None:
     import llama_cpp_oracle as oracle_module  # a local helper: it says below whether llama.cpp is there
 
     if not oracle_module.available():
-        pytest.skip("llama-cpp-python is not installed")
+        pytest.skip("llama-cpp-python is not installed (pip install '.[llama]')")
     oracle = oracle_module.LlamaCppOracle()
     try:
         g = Grammar.from_json_schema(BOUNDED_SCHEMA, whitespace="compact")
@@ -369,7 +369,7 @@ def test_exported_gbnf_has_no_dead_end_in_llama_cpp() -> None:
     import llama_cpp_oracle as oracle_module  # a local helper: it says below whether llama.cpp is there
 
     if not oracle_module.available():
-        pytest.skip("llama-cpp-python is not installed")
+        pytest.skip("llama-cpp-python is not installed (pip install '.[llama]')")
     oracle = oracle_module.LlamaCppOracle()
     try:
         raw = 'root ::= "a" x | "b"\nx ::= "c" x'

@@ -254,7 +254,7 @@ def test_written_glrm_means_the_same_to_glrmask(src: str, cases: dict[str, list]
     """Lark read here and written as GLRM gets from glrmask's GLRM reader the verdicts its Lark
     reader gives the Lark text."""
     if glrmask is None:
-        pytest.skip("glrmask is not installed")
+        pytest.skip("glrmask (the GLRM oracle) is not installed (pip install '.[test]')")
     oracle = Oracle(Grammar.from_lark(src).to_glrm())
     for verdict, inputs in cases.items():
         for text in inputs:
@@ -307,7 +307,7 @@ def test_common_terminals_match_glrmask(name: str) -> None:
     src = f"start: {name}\n%import common.{name}"
     expected = {}
     if glrmask is None:
-        pytest.skip("glrmask is not installed")
+        pytest.skip("glrmask (the GLRM oracle) is not installed (pip install '.[test]')")
     oracle = LarkOracle(src)
     for s in samples:
         expected.setdefault(oracle.verdict(s), []).append(s)
@@ -397,7 +397,7 @@ def test_error(src: str, fragment: str, where: tuple[int, int] | None) -> None:
 @pytest.mark.parametrize("name, src", [(name, src) for name, src, _f, _w in ERRORS if name not in _GLRMASK_COMPILES])
 def test_glrmask_refuses_the_same_texts(name: str, src: str) -> None:
     if glrmask is None:
-        pytest.skip("glrmask is not installed")
+        pytest.skip("glrmask (the GLRM oracle) is not installed (pip install '.[test]')")
     assert lark_error(src) is not None, name
 
 
@@ -509,7 +509,7 @@ def _lark_grammars(draw: st.DrawFn) -> str:
 @given(_lark_grammars(), st.lists(st.text(alphabet="abA ", max_size=5), min_size=1, max_size=6))
 def test_generated_grammars_mean_the_same_to_glrmask(src: str, inputs: list[str]) -> None:
     if glrmask is None:
-        pytest.skip("glrmask is not installed")
+        pytest.skip("glrmask (the GLRM oracle) is not installed (pip install '.[test]')")
     grammar = Grammar.from_lark(src)
     start = grammar.matcher()
     # an empty language: glrmask still lets ignored bytes through, structgen allows nothing
@@ -554,7 +554,7 @@ REAL_VOCAB_GRAMMARS = [
 def test_masks_on_a_real_vocabulary(name: str, src: str, text: str, vocab_name: str) -> None:
     """Along the tokenisation of ``text`` the token masks of structgen and glrmask are identical."""
     if glrmask is None:
-        pytest.skip("glrmask is not installed")
+        pytest.skip("glrmask (the GLRM oracle) is not installed (pip install '.[test]')")
     vocab = gguf_vocab(vocab_name)
     n = vocab.n_tokens
     table = {i: vocab.token_bytes(i) for i in range(n) if vocab.token_bytes(i) and not vocab.is_special[i]}
@@ -614,7 +614,7 @@ def test_lexeme_semantics_differ_from_glrmask(name: str, src: str, cases: dict[s
 @pytest.mark.parametrize("name, src, cases", LEXEME_DIFFERENCES, ids=[c[0] for c in LEXEME_DIFFERENCES])
 def test_lexeme_semantics_differences_are_glrmask_behaviour(name: str, src: str, cases: dict[str, list]) -> None:
     if glrmask is None:
-        pytest.skip("glrmask is not installed")
+        pytest.skip("glrmask (the GLRM oracle) is not installed (pip install '.[test]')")
     oracle = LarkOracle(src)
     for verdict, inputs in cases.items():
         for text in inputs:

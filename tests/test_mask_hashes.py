@@ -29,7 +29,7 @@ def test_lazy_and_aot_digests_agree(tmp_path: Path) -> None:
         assert done.returncode == 0, done.stderr[-2000:]
     digests = json.loads(lazy.read_text())["digests"]
     if not digests:
-        pytest.skip("MaskBench archive not in the corpora")
+        pytest.skip("MaskBench archive not in the corpora: set STRUCTGEN_CORPORA to the shared/corpora folder")
     assert all(len(d) == 64 or d.startswith("refused") for d in digests.values())
     compared = run("--compare", str(lazy), str(aot))
     assert compared.returncode == 0, compared.stdout

@@ -123,7 +123,7 @@ def run_bfcl(root: pathlib.Path) -> tuple[dict[str, int], list[str]]:
 def test_bfcl(corpora: pathlib.Path) -> None:
     root = corpora / "bfcl" / "data"
     if not root.exists():
-        pytest.skip("BFCL corpus not found")
+        pytest.skip("BFCL corpus not found: set STRUCTGEN_CORPORA to the shared/corpora folder")
     counts, notes = run_bfcl(root)
     for n in notes:
         print(n)

@@ -65,7 +65,7 @@ def _maskbench_cases(corpora: pathlib.Path) -> list[tuple[str, Any, list[tuple[A
     from test_schema_maskbench import ARCHIVE, load, sample
 
     if not (corpora / ARCHIVE).exists():
-        pytest.skip("MaskBench archive not found")
+        pytest.skip("MaskBench archive not found: set STRUCTGEN_CORPORA to the shared/corpora folder")
     return [
         (name, entry["schema"], [(t["data"], t["valid"]) for t in entry.get("tests", [])], {})
         for name, entry in sample(load(corpora), MASKBENCH_SAMPLE)

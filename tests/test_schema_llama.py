@@ -67,7 +67,7 @@ def _is_json(text: str) -> bool:
 def test_llama_schema_vectors(corpora: pathlib.Path) -> None:
     path = corpora / VECTORS
     if not path.exists():
-        pytest.skip("llama.cpp vectors not found")
+        pytest.skip("llama.cpp vectors not found: set STRUCTGEN_CORPORA to the shared/corpora folder")
     counts, notes = run_llama(path)
     for n in notes:
         print(n)

@@ -114,7 +114,7 @@ def sample(entries: list[tuple[str, dict]], n: int = SAMPLE) -> list[tuple[str, 
 @pytest.fixture(scope="module")
 def entries(corpora: pathlib.Path) -> list[tuple[str, dict]]:
     if not (corpora / ARCHIVE).exists():
-        pytest.skip("MaskBench archive not found")
+        pytest.skip("MaskBench archive not found: set STRUCTGEN_CORPORA to the shared/corpora folder")
     return load(corpora)
 
 

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.model
 
 openai = pytest.importorskip("openai", reason="the openai client is not installed (pip install '.[test]')")
 pytest.importorskip("starlette", reason="the server extra is not installed (pip install '.[server]')")
-pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed")
+pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (pip install '.[llama]')")
 
 KEY = "sk-structgen-test"
 
