@@ -359,3 +359,32 @@ def test_save_while_other_threads_compute_masks(llama3: Vocab) -> None:
             for t in path:
                 assert np.array_equal(live.mask_words(), saved.mask_words())
                 assert live.commit_token(t) and saved.commit_token(t)
+
+
+def test_fill_bitmask_on_a_cached_mask_checks_as_much(json_c: Constraint, llama3: Vocab) -> None:
+    """A mask met before is written by a shorter path (few lookups for cold caches): it refuses
+    the same rows and buffers, and writes the same bits, as the full path."""
+    st, n = json_c.start(), json_c._words
+    assert st.commit_tokens(greedy_tokens(llama3, b'{"a'))
+    want = st.mask_words()  # now cached
+    out = np.zeros((3, n), np.int32)
+    for row in (-1, -3, 3, True, np.int64(1)):
+        if type(row) is not int and not isinstance(row, bool):
+            st.fill_bitmask(out, row)  # a numpy integer is a row like any other
+            assert np.array_equal(out[1], want)
+            out[:] = 0
+            continue
+        with pytest.raises(ConstraintError):
+            st.fill_bitmask(out, row)
+    assert not out.any()
+    with pytest.raises(ConstraintError):
+        st.fill_bitmask(np.zeros(n, np.int32), 1)
+    ro = np.zeros(n, np.int32)
+    ro.flags.writeable = False
+    with pytest.raises(ConstraintError):
+        st.fill_bitmask(ro)
+    flat = np.full(n, -1, np.int32)
+    st.fill_bitmask(flat)
+    assert np.array_equal(flat, want)
+    st.fill_bitmask(out, 2)
+    assert np.array_equal(out[2], want) and not out[:2].any()
