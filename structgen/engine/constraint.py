@@ -34,7 +34,7 @@ from .deep import deep_recursion
 from .lexeme_frames import for_machines
 from .limits import DEFAULT_ENGINE_LIMITS, EngineLimits
 from .machines import Machines, build_machines, token_symbol
-from .mask_sources import Answer, CountTwins, MaskSource, Partial, PrecomputedPositions, Walks
+from .mask_sources import Answer, CountTwins, MaskSource, Partial, PrecomputedPositions, StackUnion, Walks
 from .mask_store import MASK_ENTRY_BYTES, MaskPool, SharedMasks
 from .masks import pack_ids, pack_ids_onto, unpack, words_for
 from .relative_masks import RelativeMasks
@@ -112,6 +112,7 @@ class Constraint:
             PrecomputedPositions(self._positions),
             self._counted_masks,
             self._relative_masks,
+            StackUnion(system, self._compute_mask, enabled=tuning.stack_union and self._liveness is None),
         )
         self._bound = CompletionBound(system, machines.rule_bound)
         #: states inside long counted repetitions hold the count aside (count_offsets.py); not

@@ -15,8 +15,8 @@ along ``schemas/`` and MaskBench: an answer equals the plain walk's mask of the 
 switches and bounds from :class:`~structgen.engine.tuning.EngineTuning` and keeps its memos in
 :class:`ByteMemo` tables under one :class:`ByteBudget`, which ``Constraint.memory_bytes`` counts.
 
-The two thinnest sources are here: count twins (count_clamp.py) and precomputed positions
-(ahead.py) hold their logic in their own modules. Counted repetitions are counted_masks.py, walks
+The three thinnest sources are here: count twins (count_clamp.py) and precomputed positions
+(ahead.py) hold their logic in their own modules, the union of stacks is a few lines. Counted repetitions are counted_masks.py, walks
 over the hole relative_masks.py.
 """
 
@@ -140,6 +140,47 @@ class CountTwins:
 
     def nbytes(self) -> int:
         return 0  # the twins' memos are the clamp's (count_clamp.py registers its process-wide part)
+
+
+class StackUnion:
+    """The union of a configuration's stacks. Invariant: a configuration steps as the union of
+    its stacks' steps (``ConfigSystem.step``) and is dead only when all of them are, so a token
+    is allowed from it exactly when it is allowed from one of its stacks alone; likewise the end
+    of sequence (``accepting``) and each token atom. Its mask is the OR of the masks of its
+    one-stack configurations, which the pipeline finds (``mask_of``) from the sources before this
+    one: precomputed positions and walks over the hole where a compile ahead of time made them.
+    Not for the walks over the hole's own configurations (a stack on the hole), and not where
+    greedy lexemes filter masks by liveness (``enabled`` False): there a mask is not the union
+    of its stacks' filtered masks by construction, only by an argument no test pins down."""
+
+    switch = "stack_union"
+
+    def __init__(self, system: ConfigSystem, mask_of: Callable[[int], np.ndarray], *, enabled: bool) -> None:
+        self._system = system
+        self._mask_of = mask_of
+        self._enabled = enabled
+
+    def answer(self, cid: int) -> Answer | None:
+        system = self._system
+        stacks = system.configs[cid]
+        if len(stacks) < 2 or not self._enabled:
+            return None
+        parent = system.stack_parent
+        for sid in stacks:
+            while parent[sid] >= 0:  # a chain is walked to its bottom once per configuration
+                sid = parent[sid]
+            if parent[sid] != -1:
+                return None  # on the hole: a walk over the hole's own configuration
+        words = None
+        for sid in stacks:
+            one = self._mask_of(system.config([sid]))
+            words = one.copy() if words is None else np.bitwise_or(words, one, out=words)
+        assert words is not None
+        words.flags.writeable = False
+        return words
+
+    def nbytes(self) -> int:
+        return 0  # the stacks' masks are cached by the pipeline, not here
 
 
 class PrecomputedPositions:
