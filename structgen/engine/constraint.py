@@ -108,8 +108,9 @@ class Constraint:
         self._counted_masks = CountedMasks(walks, tuning, limits.max_cached_masks, self._mask_pool)
         #: the mask sources in pipeline order (mask_sources.py): each answers for some configurations
         self.mask_sources: tuple[MaskSource, ...] = (
-            CountTwins(self._clamp, self._compute_mask),
+            # a dictionary lookup first: a position's first visit needs no twin computed
             PrecomputedPositions(self._positions),
+            CountTwins(self._clamp, self._compute_mask),
             self._counted_masks,
             self._relative_masks,
             StackUnion(system, self._compute_mask, enabled=tuning.stack_union and self._liveness is None),
