@@ -252,6 +252,12 @@ def _first_sparse(parts: np.ndarray) -> int:
     return int(np.flatnonzero(parts[:, 3] - np.r_[0, parts[:-1, 3]] >= 2)[0])
 
 
+def _falling_at(parts: np.ndarray) -> int:
+    """A sparse part after one whose words end past 0: its end set below that makes the ends
+    fall whichever part comes first (an end of 0 on the first part is an empty mask, valid)."""
+    return int(np.flatnonzero((parts[1:, 3] - parts[:-1, 3] >= 1) & (parts[:-1, 3] >= 1))[0]) + 1
+
+
 def _first_bottom(parts: np.ndarray) -> int:
     return int(np.flatnonzero(parts[:, 1] == A.BOTTOM)[0])
 
@@ -272,7 +278,7 @@ EDITS: list[tuple[str, str, Callable[[np.ndarray, Constraint], Any]]] = [
     ("a dense mask past the masks", A.PARTS, lambda a, c: a.__setitem__((0, 2), 10**6)),
     ("a dense mask below -1", A.PARTS, lambda a, c: a.__setitem__((0, 2), -2)),
     ("a dense and sparse part", A.PARTS, lambda a, c: a.__setitem__((_first_sparse(a), 2), 0)),
-    ("sparse ends falling", A.PARTS, lambda a, c: a.__setitem__((_first_sparse(a), 3), 0)),
+    ("sparse ends falling", A.PARTS, lambda a, c: a.__setitem__((_falling_at(a), 3), a[_falling_at(a) - 1, 3] - 1)),
     ("sparse ends past the words", A.PARTS, lambda a, c: a.__setitem__((-1, 3), a[-1, 3] + 1)),
     ("exit ends falling", A.PARTS, lambda a, c: a.__setitem__((_first_relative(a), 4), -1)),
     ("exit ends past the groups", A.PARTS, lambda a, c: a.__setitem__((-1, 4), a[-1, 4] + 100)),

@@ -48,7 +48,8 @@ what it covers is bounded by ``EngineLimits.aot_max_positions``, ``aot_budget_ms
   masks are filtered from the sorted walk the first count's mask built (no trie walk; counted in
   ``filtered_counts``, not as lazy);
 * a configuration of several stacks (an ambiguous prefix: a key that is a listed name and a free
-  string at once): walked whole at first use (``ambiguous``); its stacks' positions are explored;
+  string at once): its mask is the union of its stacks' at first use (``ambiguous``;
+  ``StackUnion`` in mask_sources.py); its stacks' positions are explored;
 * a top that may end at once, where the constraint walks such tops with their callers
   (``EngineTuning.relative_nullable`` off): ``caller-dependent`` (caller masks too);
 * positions past the limits: ``limit``.
@@ -167,8 +168,9 @@ class PositionMasks:
         return cid in self._dense
 
     def dense(self) -> list[tuple[int, np.ndarray]]:
-        """Every mask kept whole, as ``(cid, words)``."""
-        return list(self._dense.items())
+        """Every whole mask of a bottom position kept whole, as ``(cid, words)`` (not the
+        packed words of a relative part, which are no configuration's whole mask)."""
+        return [(cid, words) for cid, words in self._dense.items() if cid not in self._exits]
 
     def words(self, cid: int) -> np.ndarray | None:
         """The packed mask of bottom configuration ``cid`` (read-only), or None if not kept."""

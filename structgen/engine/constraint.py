@@ -104,7 +104,9 @@ class Constraint:
         #: masks of bottom positions precomputed by ``mode="aot"`` (ahead.py), kept compact
         self._positions = PositionMasks(self._words, self._mask_pool)
         walks = Walks(system, machines.store, self._table, self._trie, self._width)
-        self._relative_masks = RelativeMasks(walks, self._positions, tuning, limits.max_cached_masks, self._mask_pool)
+        self._relative_masks = RelativeMasks(
+            walks, self._positions, tuning, limits.max_cached_masks, self._mask_pool, self._compute_mask
+        )
         self._counted_masks = CountedMasks(walks, tuning, limits.max_cached_masks, self._mask_pool)
         #: the mask sources in pipeline order (mask_sources.py): each answers for some configurations
         self.mask_sources: tuple[MaskSource, ...] = (

@@ -35,11 +35,13 @@ class MaskPool:
         #: what finds the held masks a new one may equal (a test passes a constant one, so that
         #: every mask collides and the comparison alone tells them apart)
         self._checksum = checksum
-        #: checksum of a mask's bytes -> the held masks with that checksum
-        self._by_crc: dict[int, list[np.ndarray]] = {}
-        #: id of a held mask -> [references to it, its checksum] (the pool holds it, so the id
+        #: checksum of a mask's bytes -> the held masks with that checksum. Tuples and ints, not
+        #: lists: the collector stops tracking them, where two lists per distinct mask made
+        #: every full collection longer (tests/test_engine_gc.py)
+        self._by_crc: dict[int, tuple[np.ndarray, ...]] = {}
+        #: id of a held mask -> (references to it, its checksum) (the pool holds it, so the id
         #: is not reused while it is held)
-        self._held: dict[int, list[int]] = {}
+        self._held: dict[int, tuple[int, int]] = {}
         #: bytes of the distinct masks held
         self.nbytes = 0
 
@@ -50,35 +52,37 @@ class MaskPool:
         """The held mask equal to ``words`` (one more reference to it), or ``words`` itself,
         held from now on (read-only; a writable one is copied first, so that its owner writing
         it later cannot change a mask another key shares)."""
-        entry = self._held.get(id(words))
+        held_ = self._held
+        entry = held_.get(id(words))
         if entry is not None:  # already the held one (a twin's mask, a part shared as it is)
-            entry[0] += 1
+            held_[id(words)] = (entry[0] + 1, entry[1])
             return words
         crc = self._checksum(np.ascontiguousarray(words).data)
-        same = self._by_crc.setdefault(crc, [])
+        same = self._by_crc.get(crc, ())
         for held in same:
             if held.dtype == words.dtype and held.shape == words.shape and np.array_equal(held, words):
-                self._held[id(held)][0] += 1
+                count, _ = held_[id(held)]
+                held_[id(held)] = (count + 1, crc)
                 return held
         if words.flags.writeable:
             words = words.copy()
             words.flags.writeable = False
-        same.append(words)
-        self._held[id(words)] = [1, crc]
+        self._by_crc[crc] = same + (words,)
+        held_[id(words)] = (1, crc)
         self.nbytes += words.nbytes
         return words
 
     def release(self, words: np.ndarray) -> None:
         """One reference less to the held mask ``words``; let go of it at none."""
-        entry = self._held[id(words)]
-        entry[0] -= 1
-        if entry[0]:
+        count, crc = self._held[id(words)]
+        if count > 1:
+            self._held[id(words)] = (count - 1, crc)
             return
         del self._held[id(words)]
-        crc = entry[1]
-        same = self._by_crc[crc]
-        same.remove(next(held for held in same if held is words))  # by identity, not by value
-        if not same:
+        rest = tuple(held for held in self._by_crc[crc] if held is not words)  # by identity, not by value
+        if rest:
+            self._by_crc[crc] = rest
+        else:
             del self._by_crc[crc]
         self.nbytes -= words.nbytes
 

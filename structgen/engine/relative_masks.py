@@ -16,6 +16,8 @@ Tuning: ``relative_walks`` (the source's switch), ``relative_nullable``, ``chain
 
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
 from .ahead import PositionMasks
@@ -33,9 +35,17 @@ class RelativeMasks:
     switch = "relative_walks"
 
     def __init__(
-        self, walks: Walks, positions: PositionMasks, tuning: EngineTuning, max_entries: int, pool: MaskPool
+        self,
+        walks: Walks,
+        positions: PositionMasks,
+        tuning: EngineTuning,
+        max_entries: int,
+        pool: MaskPool,
+        mask_of: Callable[[int], np.ndarray],
     ) -> None:
         self._system, self._store, self._table, self._trie, self._width = walks
+        #: the pipeline's mask of a configuration (the caller's own mask, for a top that may end)
+        self._mask_of = mask_of
         self._positions = positions
         self.tuning = tuning
         self.budget = ByteBudget(tuning.relative_memo_bytes)
@@ -82,6 +92,13 @@ class RelativeMasks:
             found = self.walk(rel)
             self.relative.put(rel, found)
         words, exits = found
+        caller_words = None
+        if not split and self._store.nullable[top]:
+            # The top may end before the token's first byte: those tokens are the caller's own
+            # (the configuration steps as the union of [P, top] reading and [P] reading), whose
+            # mask the pipeline has, where the exits at the root would walk them again.
+            exits = {k: v for k, v in exits.items() if k != 0}
+            caller_words = self._mask_of(system.config([parent]))
         if exits:
             tail = system.config([parent])
             exits = self.exits_into(exits, tail)
@@ -89,6 +106,8 @@ class RelativeMasks:
                 # tokens reach the tail from many nodes: every top with this head would walk
                 # them again from its own tail, more than its plain walk costs
                 self.spine_refused.add(top)
+        if caller_words is not None:
+            words = words | caller_words  # with the caller's end of sequence and atoms: whole
         if not exits:
             return Partial(words, np.zeros(0, dtype=np.int64))
         return Partial(words, self.crossing(tail, exits, (rel,)))

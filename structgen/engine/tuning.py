@@ -37,12 +37,12 @@ class EngineTuning:
     #: Whether a configuration of one stack over a caller is walked over the hole (its walk shared
     #: by every caller, see ``Constraint._relative_words``); off, it is walked as it is.
     relative_walks: bool = True
-    #: Whether a top that may end at once is walked over the hole too (its returns into the caller
-    #: at the first byte are exits at the root); off, it is walked with its callers. Off by
-    #: default: its exits lie under most bytes (test_engine_gc: 1,009 objects the collector
-    #: tracks against 68, with a memo of filtered exits); on, ``tree``'s aot p99 was 117 µs
-    #: against 212.
-    relative_nullable: bool = False
+    #: Whether a top that may end at once is walked over the hole too, its mask the union of that
+    #: walk without its exits at the root and its caller's own mask (relative_masks.py, 4c in
+    #: docs/engine.md); off, it is walked with its callers, every token of the caller again per
+    #: configuration: on Llama 3, MaskBench ``Github_easy---o13667`` compiled ahead of time walked
+    #: two such configurations at first use along its stream (p99 4.6 ms against 0.9 with it).
+    relative_nullable: bool = True
     #: Whether the tokens that cross from a walk over the hole into a caller that is itself over a
     #: caller are walked over the hole of that caller's top too, frame by frame
     #: (``RelativeMasks.crossing``, kept per relative configuration and tops crossed, so every depth
