@@ -15,6 +15,8 @@ Tuning: ``counted_masks`` (the source's switch), ``max_unit_states``, ``max_part
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from .counters import (
@@ -67,9 +69,8 @@ class CountedMasks:
         sorted_base, head, key = counted
         words = self._words.get(key)
         if words is None:
-            words = filter_words(sorted_base, head, self._width, key[2:], tuning=self.tuning)  # type: ignore[arg-type]
-            words.flags.writeable = False
-            self._words.put(key, words)
+            self._filter(sorted_base, head, key)
+            words = self._words[key]
         return Partial(words, _NO_IDS)
 
     def base(self, cid: int) -> tuple[Bases, CountedHead, tuple[int, int, int, int]] | None:
@@ -93,6 +94,48 @@ class CountedMasks:
                 sorted_base = (self._region_base(region, counts), sorted_base)
             self._bases[key] = sorted_base
         return sorted_base, head, key + filter_bounds(sorted_base, head)
+
+    def prepare(self, cid: int) -> bool:
+        """Compute ahead (ahead.py) what a first ``answer(cid)`` computes: the unit counts of its
+        repetition, its sorted unbounded base and the filtered mask of its count, under the keys
+        ``answer`` looks them up by. Whether ``cid`` sits in a counted repetition and something
+        was not known before."""
+        if not self.tuning.counted_masks:
+            return False
+        entry = self.entries.get(cid, False)
+        known = entry is not False and entry is not None and (entry[2], entry[0].unit) in self._bases
+        counted = self.base(cid)
+        if counted is None:
+            return False
+        return self._filter(counted[0], counted[1], counted[2]) or not known
+
+    def prepare_counts(self, cid: int) -> int:
+        """Compute ahead the filtered masks of every count of ``cid``'s repetition (``cid``'s
+        own and those after it), where they have at most ``tuning.aot_counted_filters``
+        distinct bounds: a short repetition (``maxLength: 10``, ``[0-9]{6}``), whose every count
+        is a filter of its own, of a base of up to the whole vocabulary. How many were new."""
+        counted = self.base(cid)
+        if counted is None:
+            return 0
+        sorted_base, head, key = counted
+        last = head.lo if head.hi is None else head.hi
+        bounds = {filter_bounds(sorted_base, head)}
+        for j in range(1, last + 1):
+            lo, hi = max(head.lo - j, 0), None if head.hi is None else head.hi - j
+            bounds.add(filter_bounds(sorted_base, replace(head, lo=lo, hi=hi)))
+            if len(bounds) > self.tuning.aot_counted_filters:
+                return 0
+        return sum(self._filter(sorted_base, head, key[:2] + b) for b in sorted(bounds))
+
+    def _filter(self, sorted_base: Bases, head: CountedHead, key: tuple[int, int, int, int]) -> bool:
+        """The filtered mask of bounds ``key[2:]``, what ``answer`` computes for that key;
+        whether it was not known."""
+        if key in self._words:
+            return False
+        words = filter_words(sorted_base, head, self._width, key[2:], tuning=self.tuning)  # type: ignore[arg-type]
+        words.flags.writeable = False
+        self._words.put(key, words)
+        return True
 
     def _entry(self, cid: int) -> tuple[CountedHead, UnitCounts, int] | None:
         system = self._system

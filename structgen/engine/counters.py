@@ -581,6 +581,10 @@ def _part_words(
         for i in out.tolist():
             buf[i >> 3] &= ~(1 << (i & 7)) & 0xFF
         return np.frombuffer(buf, dtype=np.int32)
+    if outside > tuning.many_clear:
+        # many ids (the long tokens of a string near its end): and-not their own packed mask,
+        # whose bool scatter costs less an id than ``bitwise_and.at``'s
+        return np.bitwise_and(full, ~pack_ids(out, width))
     words = full.view(np.uint32).copy()
     out = out.astype(np.int64)
     np.bitwise_and.at(words, out >> 5, ~np.left_shift(np.uint32(1), (out & 31).astype(np.uint32)))
