@@ -120,3 +120,27 @@ def test_many_ids_cleared_from_a_full_mask(many_clear: int) -> None:
         head = CountedHead(unit=0, lo=0, hi=hi, rest=0)
         got = filter_words(base, head, n + 40, tuning=tuning)
         assert np.array_equal(got, pack_ids(filter_ids(base, head), n + 40)), f"hi={hi}"
+
+
+def test_count_bounds_are_those_of_every_count() -> None:
+    """The bounds ``prepare_counts`` fills are the distinct bounds of every count after the
+    one given, found without looking at each of a million counts."""
+    from dataclasses import replace
+
+    from structgen.engine.counters import count_bounds
+
+    n = 500
+    rng = np.random.default_rng(5)
+    stay = rng.integers(-1, 7, n).astype(np.int32)
+    leave = rng.integers(-1, 7, n).astype(np.int32)
+    base = counted_base(np.arange(n, dtype=np.int64), UnitCounts(stay, leave))
+    for lo, hi in [(0, 3), (0, 12), (2, 9), (9, 9), (4, None), (0, None), (20, 40)]:
+        head = CountedHead(unit=0, lo=lo, hi=hi, rest=0)
+        last = lo if hi is None else hi
+        every = {
+            filter_bounds(base, replace(head, lo=max(lo - j, 0), hi=None if hi is None else hi - j))
+            for j in range(last + 1)
+        }
+        assert count_bounds(base, head, 100) == sorted(every), (lo, hi)
+        assert count_bounds(base, head, len(every) - 1) is None
+    assert count_bounds(base, CountedHead(unit=0, lo=0, hi=10**6, rest=0), 32) == [(0, h) for h in range(7)]  # units 0-6

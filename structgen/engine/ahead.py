@@ -46,7 +46,9 @@ what it covers is bounded by ``EngineLimits.aot_max_positions``, ``aot_budget_ms
   ``EngineTuning.shared_calls``, meets one per set of keys left);
 * the other counts of a repetition that may stop at once are not visited: at the bottom their
   masks are filtered from the sorted walk the first count's mask built (no trie walk; counted in
-  ``filtered_counts``, not as lazy);
+  ``filtered_counts``, not as lazy). Those inside a begun unit have sorted walks of their own,
+  and short repetitions a filter per count: prepared last, in what is left of the budget
+  (:class:`_CountedParts`; ``counted_bases``, ``counted_filters``);
 * a configuration of several stacks (an ambiguous prefix: a key that is a listed name and a free
   string at once): walked whole at first use (``ambiguous``); its stacks' positions are explored;
 * a top that may end at once, where the constraint walks such tops with their callers

@@ -8,14 +8,15 @@ computed once per (unit, vocabulary); the unbounded mask's ids are sorted by the
 configuration, so a count's mask is two slices, and counts with the same effective bounds share
 one packed mask (the answer: a :class:`~.mask_sources.Partial` with no ids).
 
+A compile ahead of time (ahead.py) computes the same parts first, under the same keys
+(:meth:`CountedMasks.prepare`, :meth:`CountedMasks.prepare_counts`).
+
 Tuning: ``counted_masks`` (the source's switch), ``max_unit_states``, ``max_partial_parts``,
-``splice_begun``, ``small_base``, ``tiny_clear``, ``max_bounded_words``, ``max_slice_words``,
-``counted_memo_bytes``.
+``splice_begun``, ``small_base``, ``tiny_clear``, ``many_clear``, ``max_bounded_words``,
+``max_slice_words``, ``counted_memo_bytes``, ``aot_counted_filters``.
 """
 
 from __future__ import annotations
-
-from dataclasses import replace
 
 import numpy as np
 
@@ -25,6 +26,7 @@ from .counters import (
     CountedHead,
     UnitAutomaton,
     UnitCounts,
+    count_bounds,
     count_units,
     counted_base,
     counted_head,
@@ -118,14 +120,10 @@ class CountedMasks:
         if counted is None:
             return 0
         sorted_base, head, key = counted
-        last = head.lo if head.hi is None else head.hi
-        bounds = {filter_bounds(sorted_base, head)}
-        for j in range(1, last + 1):
-            lo, hi = max(head.lo - j, 0), None if head.hi is None else head.hi - j
-            bounds.add(filter_bounds(sorted_base, replace(head, lo=lo, hi=hi)))
-            if len(bounds) > self.tuning.aot_counted_filters:
-                return 0
-        return sum(self._filter(sorted_base, head, key[:2] + b) for b in sorted(bounds))
+        bounds = count_bounds(sorted_base, head, self.tuning.aot_counted_filters)
+        if bounds is None:
+            return 0
+        return sum(self._filter(sorted_base, head, key[:2] + b) for b in bounds)
 
     def _filter(self, sorted_base: Bases, head: CountedHead, key: tuple[int, int, int, int]) -> bool:
         """The filtered mask of bounds ``key[2:]``, what ``answer`` computes for that key;

@@ -26,7 +26,7 @@ accept anything in bulk (no count loops): 4-10 ms per escape inside a ``maxLengt
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 import numpy as np
@@ -478,6 +478,24 @@ def filter_bounds(bases: Bases, head: CountedHead) -> tuple[int, int]:
     top = max(b.top for b in _parts(bases))
     big = top if head.hi is None else min(head.hi, top)
     return min(max(head.lo, 0), top + 1), big
+
+
+def count_bounds(bases: Bases, head: CountedHead, most: int) -> list[tuple[int, int]] | None:
+    """The distinct :func:`filter_bounds` of ``head``'s count and of every count after it
+    (``x{lo-j,hi-j}`` for each ``j`` up to the last), or None where they are more than ``most``.
+    Bounds clamp to the most units any token holds, so only the counts within that of ``lo`` or
+    of ``hi`` are looked at (not a million counts of a ``maxLength: 1000000`` string)."""
+    top = max(b.top for b in _parts(bases))
+    steps = {0, *range(max(0, head.lo - top - 1), head.lo + 1)}
+    if head.hi is not None:
+        steps.update(range(max(0, head.hi - top - 1), head.hi + 1))
+    found: set[tuple[int, int]] = set()
+    for j in sorted(steps):
+        hi = None if head.hi is None else head.hi - j
+        found.add(filter_bounds(bases, replace(head, lo=max(head.lo - j, 0), hi=hi)))
+        if len(found) > most:
+            return None
+    return sorted(found)
 
 
 def filter_ids(bases: Bases, head: CountedHead) -> np.ndarray:
