@@ -2,8 +2,8 @@
 along a string walked byte by byte (every begun unit: escapes, ``\\u`` digits, every byte of a
 multi-byte character), at the bottom and called from the object at the bottom, every
 configuration the counted masks answer finds its sorted unbounded walk already computed under
-the key the lazy engine looks it up by, and a short repetition finds its filtered mask too; the
-masks equal the lazy engine's bit for bit."""
+the key the lazy engine looks it up by, and a short repetition finds the filtered masks of its
+counts too; the masks equal the lazy engine's bit for bit."""
 
 from __future__ import annotations
 
@@ -86,7 +86,9 @@ def test_aot_prepares_every_count_inside_a_begun_unit(keys: int, max_length: int
             counted += 1
             where = f"after {text.encode()[:step]!r}"
             assert (base, head.unit) in bases, f"the sorted walk was not prepared {where}"
-            if max_length <= EngineTuning().aot_counted_filters:
+            # every count of a short repetition is filtered ahead from its first count's base
+            # (a begun unit's base holds few tokens: filtered at first use)
+            if max_length <= EngineTuning().aot_counted_filters and head.partial is None:
                 key = (base, head.unit) + filter_bounds(cm._bases[(base, head.unit)], head)
                 assert key in words, f"the filtered mask was not prepared {where}"
         assert np.array_equal(s_aot.mask_words(), s_lazy.mask_words()), f"masks differ {text.encode()[:step]!r}"

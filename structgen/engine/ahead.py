@@ -201,8 +201,9 @@ class CompileReport:
     #: sorted walks of such counts inside a begun unit (after a ``\\`` or a character's lead
     #: byte: a walk of their own), at the bottom and over each bottom caller of the repetition
     counted_bases: int = 0
-    #: filtered masks of the counts of short counted repetitions computed (a count near the end
-    #: filters up to the whole vocabulary: ``EngineTuning.aot_counted_filters``)
+    #: filtered masks of counts computed: of each such begun count, and of every count of a
+    #: short repetition (near its end a filter of up to the whole vocabulary:
+    #: ``EngineTuning.aot_counted_filters``)
     counted_filters: int = 0
     #: kind of lazy part -> how many positions or configurations of that kind were met
     lazy: dict[str, int] = field(default_factory=dict)
@@ -461,13 +462,17 @@ class _CountedParts:
     states are found by stepping the first begun ones met (one byte into the unit) byte by byte,
     following counted tops only; each is prepared at the bottom, or over each bottom caller of
     its repetition (the frames of a caller mask). Then the filtered masks of every count of a
-    short repetition. A repetition inside a unit (the hex digits of a surrogate's ``\\u``) holds
-    the outer count in its rest, a walk per outer count: left to first use."""
+    short repetition, from its first count. A repetition inside a unit (the hex digits of a
+    surrogate's ``\\u``) holds the outer count in its rest, a walk per outer count: left to
+    first use."""
 
     def __init__(self, c: Constraint) -> None:
         self._c = c
-        #: configurations whose sorted walk to prepare, then whose counts to filter
+        #: configurations whose sorted walk to prepare (with the filter of their own count)
         self.counted: deque[int] = deque()
+        #: first counts whose every count to filter: a begun unit's base holds the few tokens
+        #: that go on with its bytes, a first count's up to the whole vocabulary (a filter of
+        #: 0.3-7 ms near its end, where a begun one's costs tens of µs)
         self.filters: deque[int] = deque()
         #: configurations (at the bottom, or relative) whose next byte's counted tops to follow
         self._inside: deque[tuple[int, tuple[int, int], bool]] = deque()
@@ -537,10 +542,9 @@ class _CountedParts:
             if time.perf_counter() > stop_at or (done % MEMORY_LOOK_EVERY == 0 and c.memory_bytes() > max_bytes):
                 return
             if self.counted:
-                cid = c._clamp.config(self.counted.popleft())
-                if masks.prepare(cid):
-                    report.counted_bases += 1
-                self.filters.append(cid)
+                base, words = masks.prepare(c._clamp.config(self.counted.popleft()))
+                report.counted_bases += base
+                report.counted_filters += words
             elif self._inside:
                 self._deeper(*self._inside.popleft())
             else:

@@ -97,19 +97,21 @@ class CountedMasks:
             self._bases[key] = sorted_base
         return sorted_base, head, key + filter_bounds(sorted_base, head)
 
-    def prepare(self, cid: int) -> bool:
+    def prepare(self, cid: int) -> tuple[bool, bool]:
         """Compute ahead (ahead.py) what a first ``answer(cid)`` computes: the unit counts of its
         repetition, its sorted unbounded base and the filtered mask of its count, under the keys
-        ``answer`` looks them up by. Whether ``cid`` sits in a counted repetition and something
-        was not known before."""
+        ``answer`` looks them up by. Whether the base, and whether the filtered mask, were new
+        (neither where ``cid`` is not in a counted repetition)."""
         if not self.tuning.counted_masks:
-            return False
+            return False, False
         entry = self.entries.get(cid, False)
-        known = entry is not False and entry is not None and (entry[2], entry[0].unit) in self._bases
+        if entry is False:
+            entry = self.entries[cid] = self._entry(cid)
+        known = entry is not None and (entry[2], entry[0].unit) in self._bases
         counted = self.base(cid)
         if counted is None:
-            return False
-        return self._filter(counted[0], counted[1], counted[2]) or not known
+            return False, False
+        return not known, self._filter(*counted)
 
     def prepare_counts(self, cid: int) -> int:
         """Compute ahead the filtered masks of every count of ``cid``'s repetition (``cid``'s
