@@ -46,7 +46,9 @@ what it covers is bounded by ``EngineLimits.aot_max_positions``, ``aot_budget_ms
   ``EngineTuning.shared_calls``, meets one per set of keys left);
 * the other counts of a repetition that may stop at once are not visited: at the bottom their
   masks are filtered from the sorted walk the first count's mask built (no trie walk; counted in
-  ``filtered_counts``, not as lazy);
+  ``filtered_counts``, not as lazy). Those inside a begun unit have sorted walks of their own,
+  and short repetitions a filter per count: prepared last, in what is left of the budget
+  (:class:`_CountedParts`; ``counted_bases``, ``counted_filters``);
 * a configuration of several stacks (an ambiguous prefix: a key that is a listed name and a free
   string at once): its mask is the union of its stacks' at first use (``ambiguous``;
   ``StackUnion`` in mask_sources.py); its stacks' positions are explored;
@@ -206,6 +208,13 @@ class CompileReport:
     #: counts of a repetition that may stop at once not visited: their masks are filtered from
     #: the repetition's sorted walk, which the first count's mask built (no trie walk)
     filtered_counts: int = 0
+    #: sorted walks of such counts inside a begun unit (after a ``\\`` or a character's lead
+    #: byte: a walk of their own), at the bottom and over each bottom caller of the repetition
+    counted_bases: int = 0
+    #: filtered masks of counts computed: of each such begun count, and of every count of a
+    #: short repetition (near its end a filter of up to the whole vocabulary:
+    #: ``EngineTuning.aot_counted_filters``)
+    counted_filters: int = 0
     #: kind of lazy part -> how many positions or configurations of that kind were met
     lazy: dict[str, int] = field(default_factory=dict)
     #: whether the exploration stopped at a limit (some positions were not visited), and which
@@ -229,8 +238,9 @@ class CompileReport:
     def from_data(cls, data: object) -> CompileReport:
         """The report ``to_data`` wrote; ConstraintError where a field is missing or of the
         wrong type or range (a saved blob is not trusted)."""
-        if not isinstance(data, dict) or set(data) != set(_REPORT_FIELDS):
+        if not isinstance(data, dict) or set(data) - _OPTIONAL_FIELDS != set(_REPORT_FIELDS) - _OPTIONAL_FIELDS:
             raise ConstraintError("saved constraint is corrupt (compile report fields)")
+        data = {**{name: 0 for name in _OPTIONAL_FIELDS}, **data}
         counts = [data[name] for name in _REPORT_COUNTS]
         lazy, stopped_by, seconds = data["lazy"], data["stopped_by"], data["seconds"]
         if (
@@ -256,7 +266,8 @@ class CompileReport:
         parts = [
             f"{self.positions} positions, {self.relative_parts} relative parts, {self.bottom_masks} bottom masks, "
             f"{self.unit_counts} unit counts, {self.crossings} crossings, {self.caller_masks} caller masks, "
-            f"{self.filtered_counts} counts filtered at first use, "
+            f"{self.filtered_counts} counts filtered at first use, {self.counted_bases} counted bases, "
+            f"{self.counted_filters} counted filters, "
             f"in {self.seconds:.3f} s ({self.memory_bytes} bytes)"
         ]
         for kind, n in sorted(self.lazy.items()):
@@ -274,9 +285,13 @@ _REPORT_COUNTS = (
     "crossings",
     "caller_masks",
     "filtered_counts",
+    "counted_bases",
+    "counted_filters",
     "memory_bytes",
 )
 _REPORT_FIELDS = _REPORT_COUNTS + ("lazy", "truncated", "stopped_by", "seconds")
+#: counts a blob saved before they were reported may lack (read as 0)
+_OPTIONAL_FIELDS = frozenset(("counted_bases", "counted_filters"))
 #: the limits an exploration may stop at (``CompileReport.stopped_by``)
 _STOPPED_BY = (None, "aot_max_positions", "aot_budget_ms", "aot_max_bytes")
 
@@ -357,12 +372,15 @@ def _explore(
     # first use costs several walks' worth: the counted walk of a string over its caller)
     bottom_pairs: set[tuple[int, int]] = set()
     callers: deque[tuple[int, int]] = deque()
+    # what a compile prepares of counted repetitions beyond their first count (last)
+    plan = _CountedParts(c)
 
     def pair(top: int, caller: int) -> None:
         if (top, caller) not in bottom_pairs:
             bottom_pairs.add((top, caller))
             if _lazy_over_caller(c, top, nullable_over_hole):
                 callers.append((top, caller))
+            plan.caller(top, caller)
 
     visited = 0
     while queue or shared or callers:
@@ -376,7 +394,9 @@ def _explore(
             lazy["limit"] = lazy.get("limit", 0) + len(queue) + len(shared) + len(callers)
             break
         if callers:
-            _caller_mask(c, report, *callers.popleft())
+            cid = _caller_mask(c, report, *callers.popleft())
+            if cid is not None:
+                plan.filters.append(cid)
             continue
         top, bottom = shared.popleft() if shared else queue.popleft()
         head = counted_head(store, top)
@@ -390,6 +410,8 @@ def _explore(
             if cid not in positions:
                 _keep_position(c, cid)
                 report.bottom_masks += 1
+            if repetition is not None:
+                plan.filters.append(cid)
         else:
             cid = system.relative(top)
             if head is not None:
@@ -419,13 +441,121 @@ def _explore(
                 if repetition is not None and _same_repetition(c, system.stack_top[sid], repetition):
                     if bottom:
                         report.filtered_counts += 1
+                        if len(stacks) == 1 and system.stack_parent[sid] < 0:
+                            plan.count(sid, target, repetition)
                     else:
                         lazy["counted"] = lazy.get("counted", 0) + 1
+                        if system.stack_parent[sid] == system.hole:
+                            plan.count(sid, None, repetition)
                     continue
                 _push_frames(c, sid, push, pairs, pair)
     report.positions = len(seen)
     if not report.truncated:
         _crossings(c, report, pairs, stop_at)
+    if not report.truncated:
+        # last, in what is left of the budget: a count inside a begun unit is met less often
+        # than any position or crossing, a count near the end of a repetition less often than
+        # its first
+        plan.run(report, stop_at, max_bytes)
+
+
+class _CountedParts:
+    """What a compile prepares of the counts of a repetition that ``_explore`` leaves out, with
+    the lazy engine's own code on its keys (``CountedMasks.prepare``, ``prepare_counts``).
+
+    A count of ``x{lo,hi} rest`` inside a begun unit (after a ``\\``, inside ``\\u00``, after a
+    character's lead byte) is filtered from a sorted walk of its own, of ``partial x* rest``,
+    one per begun state and caller frames: at first use a trie walk (1-4 ms on Llama 3). The
+    states are found by stepping the first begun ones met (one byte into the unit) byte by byte,
+    following counted tops only; each is prepared at the bottom, or over each bottom caller of
+    its repetition (the frames of a caller mask). Then the filtered masks of every count of a
+    short repetition, from its first count. A repetition inside a unit (the hex digits of a
+    surrogate's ``\\u``) holds the outer count in its rest, a walk per outer count: left to
+    first use."""
+
+    def __init__(self, c: Constraint) -> None:
+        self._c = c
+        #: configurations whose sorted walk to prepare (with the filter of their own count)
+        self.counted: deque[int] = deque()
+        #: first counts whose every count to filter: a begun unit's base holds the few tokens
+        #: that go on with its bytes, a first count's up to the whole vocabulary (a filter of
+        #: 0.3-7 ms near its end, where a begun one's costs tens of µs)
+        self.filters: deque[int] = deque()
+        #: configurations (at the bottom, or relative) whose next byte's counted tops to follow
+        self._inside: deque[tuple[int, tuple[int, int], bool]] = deque()
+        self._seen: set[tuple[bool, tuple[int, int], int, int, int | None, int | None]] = set()
+        #: per repetition ``(unit, rest)`` over a caller: its bottom callers, its begun tops
+        self._callers: dict[tuple[int, int], set[int]] = {}
+        self._begun: dict[tuple[int, int], list[int]] = {}
+
+    def _over(self, caller: int, top: int) -> int:
+        system = self._c._system
+        return system.config([system.stack(system.stack(-1, caller), top)])
+
+    def caller(self, top: int, caller: int) -> None:
+        """``top`` met over the bottom frame ``caller``: where it is a counted repetition, the
+        begun tops of it met so far are prepared over ``caller`` too."""
+        head = counted_head(self._c._machines.store, top)
+        if head is not None:
+            met = self._callers.setdefault((head.unit, head.rest), set())
+            if caller not in met:
+                met.add(caller)
+                self.counted.extend(self._over(caller, t) for t in self._begun.get((head.unit, head.rest), ()))
+
+    def count(self, sid: int, cid: int | None, owner: tuple[int, int]) -> None:
+        """Stack ``sid``, a count of the repetition ``owner`` (or a counted top inside one of its
+        units) left out: at the bottom of configuration ``cid``, or over the hole (``cid``
+        None). Queued once per key of its sorted walk, less the caller."""
+        c = self._c
+        top = c._system.stack_top[sid]
+        head = counted_head(c._machines.store, top)
+        if head is None:
+            return
+        key = (cid is not None, owner, head.unit, head.rest, head.other, head.partial)
+        if key in self._seen:
+            return
+        self._seen.add(key)
+        own = (head.unit, head.rest) == owner
+        if cid is not None:
+            if own:
+                self.counted.append(cid)
+            self._inside.append((cid, owner, True))
+            return
+        top = c._clamp.term(top)
+        if own:
+            self._begun.setdefault(owner, []).append(top)
+            self.counted.extend(self._over(caller, top) for caller in self._callers.get(owner, ()))
+        self._inside.append((c._system.relative(top), owner, False))
+
+    def _deeper(self, here: int, owner: tuple[int, int], bottom: bool) -> None:
+        """The counted tops one byte further than configuration ``here``."""
+        system = self._c._system
+        for target in _targets(self._c, here):
+            stacks = system.configs[target]
+            for sid in stacks:
+                if bottom and len(stacks) == 1 and system.stack_parent[sid] < 0:
+                    self.count(sid, target, owner)
+                elif not bottom and system.stack_parent[sid] == system.hole:
+                    self.count(sid, None, owner)
+
+    def run(self, report: CompileReport, stop_at: float, max_bytes: int) -> None:
+        """Prepare what is queued until ``stop_at`` or ``max_bytes`` (what is left is computed at
+        first use, as in ``mode="lazy"``)."""
+        c, masks = self._c, self._c._counted_masks
+        done = 0
+        while self.counted or self._inside or self.filters:
+            check_deadline()
+            done += 1
+            if time.perf_counter() > stop_at or (done % MEMORY_LOOK_EVERY == 0 and c.memory_bytes() > max_bytes):
+                return
+            if self.counted:
+                base, words = masks.prepare(c._clamp.config(self.counted.popleft()))
+                report.counted_bases += base
+                report.counted_filters += words
+            elif self._inside:
+                self._deeper(*self._inside.popleft())
+            else:
+                report.counted_filters += masks.prepare_counts(c._clamp.config(self.filters.popleft()))
 
 
 def _counted(c: Constraint, head: CountedHead) -> bool:
@@ -503,7 +633,7 @@ def _lazy_over_caller(c: Constraint, top: int, nullable_over_hole: bool) -> bool
     return c._machines.store.nullable[top] and not nullable_over_hole
 
 
-def _caller_mask(c: Constraint, report: CompileReport, top: int, caller: int) -> None:
+def _caller_mask(c: Constraint, report: CompileReport, top: int, caller: int) -> int | None:
     """The whole mask of configuration ``[caller, top]`` (``caller`` at the bottom, ``top`` a
     top that stays lazy over a caller), kept as a bottom position's. A value called from an
     object at the bottom (a rule made a machine by ``EngineTuning.shared_calls``) meets one
@@ -513,9 +643,10 @@ def _caller_mask(c: Constraint, report: CompileReport, top: int, caller: int) ->
     system, positions = c._system, c._positions
     cid = system.config([system.stack(system.stack(-1, caller), top)])
     if cid in positions:
-        return
+        return None
     _keep_position(c, cid)
     report.caller_masks += 1
+    return cid
 
 
 def _keep_position(c: Constraint, cid: int) -> None:

@@ -8,9 +8,12 @@ computed once per (unit, vocabulary); the unbounded mask's ids are sorted by the
 configuration, so a count's mask is two slices, and counts with the same effective bounds share
 one packed mask (the answer: a :class:`~.mask_sources.Partial` with no ids).
 
+A compile ahead of time (ahead.py) computes the same parts first, under the same keys
+(:meth:`CountedMasks.prepare`, :meth:`CountedMasks.prepare_counts`).
+
 Tuning: ``counted_masks`` (the source's switch), ``max_unit_states``, ``max_partial_parts``,
-``splice_begun``, ``small_base``, ``tiny_clear``, ``max_bounded_words``, ``max_slice_words``,
-``counted_memo_bytes``.
+``splice_begun``, ``small_base``, ``tiny_clear``, ``many_clear``, ``max_bounded_words``,
+``max_slice_words``, ``counted_memo_bytes``, ``aot_counted_filters``.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from .counters import (
     CountedHead,
     UnitAutomaton,
     UnitCounts,
+    count_bounds,
     count_units,
     counted_base,
     counted_head,
@@ -67,9 +71,8 @@ class CountedMasks:
         sorted_base, head, key = counted
         words = self._words.get(key)
         if words is None:
-            words = filter_words(sorted_base, head, self._width, key[2:], tuning=self.tuning)  # type: ignore[arg-type]
-            words.flags.writeable = False
-            self._words.put(key, words)
+            self._filter(sorted_base, head, key)
+            words = self._words[key]
         return Partial(words, _NO_IDS)
 
     def base(self, cid: int) -> tuple[Bases, CountedHead, tuple[int, int, int, int]] | None:
@@ -93,6 +96,46 @@ class CountedMasks:
                 sorted_base = (self._region_base(region, counts), sorted_base)
             self._bases[key] = sorted_base
         return sorted_base, head, key + filter_bounds(sorted_base, head)
+
+    def prepare(self, cid: int) -> tuple[bool, bool]:
+        """Compute ahead (ahead.py) what a first ``answer(cid)`` computes: the unit counts of its
+        repetition, its sorted unbounded base and the filtered mask of its count, under the keys
+        ``answer`` looks them up by. Whether the base, and whether the filtered mask, were new
+        (neither where ``cid`` is not in a counted repetition)."""
+        if not self.tuning.counted_masks:
+            return False, False
+        entry = self.entries.get(cid, False)
+        if entry is False:
+            entry = self.entries[cid] = self._entry(cid)
+        known = entry is not None and (entry[2], entry[0].unit) in self._bases
+        counted = self.base(cid)
+        if counted is None:
+            return False, False
+        return not known, self._filter(*counted)
+
+    def prepare_counts(self, cid: int) -> int:
+        """Compute ahead the filtered masks of every count of ``cid``'s repetition (``cid``'s
+        own and those after it), where they have at most ``tuning.aot_counted_filters``
+        distinct bounds: a short repetition (``maxLength: 10``, ``[0-9]{6}``), whose every count
+        is a filter of its own, of a base of up to the whole vocabulary. How many were new."""
+        counted = self.base(cid)
+        if counted is None:
+            return 0
+        sorted_base, head, key = counted
+        bounds = count_bounds(sorted_base, head, self.tuning.aot_counted_filters)
+        if bounds is None:
+            return 0
+        return sum(self._filter(sorted_base, head, key[:2] + b) for b in bounds)
+
+    def _filter(self, sorted_base: Bases, head: CountedHead, key: tuple[int, int, int, int]) -> bool:
+        """The filtered mask of bounds ``key[2:]``, what ``answer`` computes for that key;
+        whether it was not known."""
+        if key in self._words:
+            return False
+        words = filter_words(sorted_base, head, self._width, key[2:], tuning=self.tuning)  # type: ignore[arg-type]
+        words.flags.writeable = False
+        self._words.put(key, words)
+        return True
 
     def _entry(self, cid: int) -> tuple[CountedHead, UnitCounts, int] | None:
         system = self._system

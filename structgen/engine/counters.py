@@ -26,7 +26,7 @@ accept anything in bulk (no count loops): 4-10 ms per escape inside a ``maxLengt
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 import numpy as np
@@ -480,6 +480,24 @@ def filter_bounds(bases: Bases, head: CountedHead) -> tuple[int, int]:
     return min(max(head.lo, 0), top + 1), big
 
 
+def count_bounds(bases: Bases, head: CountedHead, most: int) -> list[tuple[int, int]] | None:
+    """The distinct :func:`filter_bounds` of ``head``'s count and of every count after it
+    (``x{lo-j,hi-j}`` for each ``j`` up to the last), or None where they are more than ``most``.
+    Bounds clamp to the most units any token holds, so only the counts within that of ``lo`` or
+    of ``hi`` are looked at (not a million counts of a ``maxLength: 1000000`` string)."""
+    top = max(b.top for b in _parts(bases))
+    steps = {0, *range(max(0, head.lo - top - 1), head.lo + 1)}
+    if head.hi is not None:
+        steps.update(range(max(0, head.hi - top - 1), head.hi + 1))
+    found: set[tuple[int, int]] = set()
+    for j in sorted(steps):
+        hi = None if head.hi is None else head.hi - j
+        found.add(filter_bounds(bases, replace(head, lo=max(head.lo - j, 0), hi=hi)))
+        if len(found) > most:
+            return None
+    return sorted(found)
+
+
 def filter_ids(bases: Bases, head: CountedHead) -> np.ndarray:
     """The ids of the unbounded mask that the counts of ``head`` allow: those that stay within
     the units left, and those that leave after between ``lo`` and the units left (an id may
@@ -581,6 +599,10 @@ def _part_words(
         for i in out.tolist():
             buf[i >> 3] &= ~(1 << (i & 7)) & 0xFF
         return np.frombuffer(buf, dtype=np.int32)
+    if outside > tuning.many_clear:
+        # many ids (the long tokens of a string near its end): and-not their own packed mask,
+        # whose bool scatter costs less an id than ``bitwise_and.at``'s
+        return np.bitwise_and(full, ~pack_ids(out, width))
     words = full.view(np.uint32).copy()
     out = out.astype(np.int64)
     np.bitwise_and.at(words, out >> 5, ~np.left_shift(np.uint32(1), (out & 31).astype(np.uint32)))

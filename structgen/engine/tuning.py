@@ -177,6 +177,15 @@ class EngineTuning:
     #: Up to this many ids are cleared from a near-full mask in Python (bytes of a copy), more
     #: with one ``np.bitwise_and.at`` (4-6 µs however few).
     tiny_clear: int = 32
+    #: Beyond this many ids, they are cleared from a near-full mask by and-not with their own
+    #: packed mask (a bool scatter and a pack) instead of ``np.bitwise_and.at`` (Llama 3 width,
+    #: 2 shared cores: 3,000 ids 54 µs against 70, 30,000 ids 1,479 µs against 385).
+    many_clear: int = 4096
+    #: A compile ahead of time filters every count of a counted repetition whose counts have at
+    #: most this many distinct bounds (``CountedMasks.prepare_counts``: a ``maxLength: 10``
+    #: string, 11 masks; each a filter of up to the whole vocabulary, 0.3-7 ms on Llama 3 at run
+    #: time); a longer one, only the mask its counts far from the end share.
+    aot_counted_filters: int = 32
     #: Unit counts kept for the process (``counters.count_units``), one per (vocabulary, unit
     #: automaton, begun state): the same unit (a JSON string character, an array item of one
     #: shape) recurs across schemas, and its counts cost a walk of the vocabulary (15-20 ms on
