@@ -104,6 +104,7 @@ class _Lowering:
         #: the interning for every byte of every literal)
         self.byte_terms: list[int | None] = [None] * 256
         store.expander = self.expand
+        store.shortest_of_key = self.key_shortest
 
     def byte_term(self, b: int) -> int:
         t = self.byte_terms[b]
@@ -114,6 +115,12 @@ class _Lowering:
     def expand(self, key: object) -> int:
         """Build the term of the rule behind a lazy term."""
         return self.lower(self.g.rules[key])  # type: ignore[index]
+
+    def key_shortest(self, key: object) -> int | None:
+        """The shortest length of the pure rule behind a lazy term, from the grammar: token
+        budgets need the shortest completion of the whole document at the first mask, and must
+        not build every rule to get it (format "date-time": ~6,000 nodes)."""
+        return self.shortest_bytes(self.g.rules[key])  # type: ignore[index]
 
     def _followed(self, name: str) -> ir.Node | None:
         """The body of a rule the analyses below read through (a live inlined rule), else None."""
@@ -390,12 +397,8 @@ class _Lowering:
             pure, nullable, setop = self.node_facts(self.g.rules[name])  # a live inlined rule's body
             if pure:
                 # a regular rule is built when a generation first reaches it
+                # (its shortest length is read from the grammar when first asked: key_shortest)
                 t = self.s.lazy(name, nullable, HAS_SETOP if setop else 0)
-                if not setop:
-                    # its shortest length, from the grammar: token budgets need the shortest
-                    # completion of the whole document at the first mask, and must not build
-                    # every rule to get it (format "date-time": ~6,000 nodes)
-                    self.s.hint_shortest(t, self.shortest_bytes(self.g.rules[name]))
             else:
                 t = self.lower(self.g.rules[name])
             self.inlined[name] = t
