@@ -24,7 +24,7 @@ deeply nested input does not become deeply nested trees.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterator, Sequence
+from typing import Iterable, Iterator, Sequence
 
 from .. import caches
 
@@ -101,10 +101,13 @@ class Literal(Node):
     data: bytes
     _hash: int = field(init=False, compare=False, default=0)
 
-    def __post_init__(self) -> None:
-        if not isinstance(self.data, bytes):
+    def __init__(self, data: bytes) -> None:
+        # written out, as Seq's: nearly half of a translated grammar's nodes are literals
+        if not isinstance(data, bytes):
             raise TypeError("Literal.data must be bytes")
-        object.__setattr__(self, "_hash", hash(("Literal", self.data)))  # _cached_hash's value, without the call
+        d = self.__dict__
+        d["data"] = data
+        d["_hash"] = hash(("Literal", data))  # _cached_hash's value, without the call
 
     def __hash__(self) -> int:
         return self._hash
@@ -172,8 +175,10 @@ class Ref(Node):
     name: str
     _hash: int = field(init=False, compare=False, default=0)
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "_hash", hash(("Ref", self.name)))  # _cached_hash's value, without the call
+    def __init__(self, name: str) -> None:
+        d = self.__dict__  # written out, as Seq's
+        d["name"] = name
+        d["_hash"] = hash(("Ref", name))  # _cached_hash's value, without the call
 
     def __hash__(self) -> int:
         return self._hash
@@ -189,11 +194,17 @@ class Seq(Node):
     items: tuple[Node, ...]
     _hash: int = field(init=False, compare=False, default=0)
 
-    def __post_init__(self) -> None:
-        items = self.items if type(self.items) is tuple else tuple(self.items)
-        object.__setattr__(self, "items", items)
-        # the value _cached_hash gives, built without its generator and argument tuples
-        object.__setattr__(self, "_hash", hash((type(self).__name__, *map(hash, items))))
+    def __init__(self, items: Iterable[Node]) -> None:
+        # written out (the dataclass keeps it): the most built node kinds of a translation,
+        # and the generated __init__ with its __post_init__ cost a third of a node's making
+        items = items if type(items) is tuple else tuple(items)
+        d = self.__dict__  # frozen: fields are set as object.__setattr__ would set them
+        d["items"] = items
+        # the value _cached_hash gives, from the parts' cached hashes (every node kind has one)
+        try:
+            d["_hash"] = hash(("Seq", *[i._hash for i in items]))
+        except AttributeError:  # a part that is not a node: hashed as it hashes
+            d["_hash"] = hash(("Seq", *map(hash, items)))
 
     def __hash__(self) -> int:
         return self._hash
@@ -215,11 +226,17 @@ class Alt(Node):
     items: tuple[Node, ...]
     _hash: int = field(init=False, compare=False, default=0)
 
-    def __post_init__(self) -> None:
-        items = self.items if type(self.items) is tuple else tuple(self.items)
-        object.__setattr__(self, "items", items)
-        # the value _cached_hash gives, built without its generator and argument tuples
-        object.__setattr__(self, "_hash", hash((type(self).__name__, *map(hash, items))))
+    def __init__(self, items: Iterable[Node]) -> None:
+        # written out (the dataclass keeps it): the most built node kinds of a translation,
+        # and the generated __init__ with its __post_init__ cost a third of a node's making
+        items = items if type(items) is tuple else tuple(items)
+        d = self.__dict__  # frozen: fields are set as object.__setattr__ would set them
+        d["items"] = items
+        # the value _cached_hash gives, from the parts' cached hashes (every node kind has one)
+        try:
+            d["_hash"] = hash(("Alt", *[i._hash for i in items]))
+        except AttributeError:  # a part that is not a node: hashed as it hashes
+            d["_hash"] = hash(("Alt", *map(hash, items)))
 
     def __hash__(self) -> int:
         return self._hash
