@@ -90,6 +90,10 @@ class Node:
         return format_node(self)
 
 
+#: how a frozen node's written-out __init__ sets its fields (as the dataclass's would)
+_set = object.__setattr__
+
+
 def _cached_hash(obj: object, *parts: object) -> None:
     object.__setattr__(obj, "_hash", hash((type(obj).__name__,) + parts))
 
@@ -105,9 +109,8 @@ class Literal(Node):
         # written out, as Seq's: nearly half of a translated grammar's nodes are literals
         if not isinstance(data, bytes):
             raise TypeError("Literal.data must be bytes")
-        d = self.__dict__
-        d["data"] = data
-        d["_hash"] = hash(("Literal", data))  # _cached_hash's value, without the call
+        _set(self, "data", data)
+        _set(self, "_hash", hash(("Literal", data)))  # _cached_hash's value, without the call
 
     def __hash__(self) -> int:
         return self._hash
@@ -176,9 +179,8 @@ class Ref(Node):
     _hash: int = field(init=False, compare=False, default=0)
 
     def __init__(self, name: str) -> None:
-        d = self.__dict__  # written out, as Seq's
-        d["name"] = name
-        d["_hash"] = hash(("Ref", name))  # _cached_hash's value, without the call
+        _set(self, "name", name)  # written out, as Seq's
+        _set(self, "_hash", hash(("Ref", name)))  # _cached_hash's value, without the call
 
     def __hash__(self) -> int:
         return self._hash
@@ -198,13 +200,12 @@ class Seq(Node):
         # written out (the dataclass keeps it): the most built node kinds of a translation,
         # and the generated __init__ with its __post_init__ cost a third of a node's making
         items = items if type(items) is tuple else tuple(items)
-        d = self.__dict__  # frozen: fields are set as object.__setattr__ would set them
-        d["items"] = items
+        _set(self, "items", items)  # frozen (not through __dict__: that would give each node a dict)
         # the value _cached_hash gives, from the parts' cached hashes (every node kind has one)
         try:
-            d["_hash"] = hash(("Seq", *[i._hash for i in items]))
+            _set(self, "_hash", hash(("Seq", *[i._hash for i in items])))
         except AttributeError:  # a part that is not a node: hashed as it hashes
-            d["_hash"] = hash(("Seq", *map(hash, items)))
+            _set(self, "_hash", hash(("Seq", *map(hash, items))))
 
     def __hash__(self) -> int:
         return self._hash
@@ -230,13 +231,12 @@ class Alt(Node):
         # written out (the dataclass keeps it): the most built node kinds of a translation,
         # and the generated __init__ with its __post_init__ cost a third of a node's making
         items = items if type(items) is tuple else tuple(items)
-        d = self.__dict__  # frozen: fields are set as object.__setattr__ would set them
-        d["items"] = items
+        _set(self, "items", items)  # frozen (not through __dict__: that would give each node a dict)
         # the value _cached_hash gives, from the parts' cached hashes (every node kind has one)
         try:
-            d["_hash"] = hash(("Alt", *[i._hash for i in items]))
+            _set(self, "_hash", hash(("Alt", *[i._hash for i in items])))
         except AttributeError:  # a part that is not a node: hashed as it hashes
-            d["_hash"] = hash(("Alt", *map(hash, items)))
+            _set(self, "_hash", hash(("Alt", *map(hash, items))))
 
     def __hash__(self) -> int:
         return self._hash
