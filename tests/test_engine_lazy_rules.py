@@ -66,3 +66,16 @@ def test_shortest_hints_of_odd_rules() -> None:
     for t in _lazy_terms(c):
         hint = store.shortest(t)
         assert store.shortest(store.force(t)) == hint, store.b[t]
+
+
+@pytest.mark.parametrize("name", ["realistic_model", "tool_union"])
+def test_compile_and_first_mask_measure_no_rule(name: str) -> None:
+    """A lazy rule's shortest length is read from the grammar when first asked, not at compile:
+    a first mask without a token budget asks for none."""
+    vocab = load_vocab("llama-spm")
+    grammar = json_schema_to_grammar(json.loads((SCHEMAS / f"{name}.json").read_text()))
+    c = Constraint.compile(grammar, vocab, mode="lazy")
+    c.start().mask_words()
+    store = c._machines.store
+    assert not [t for t in _lazy_terms(c) if t in store._shortest]
+    assert not c._machines.store.shortest_of_key.__self__.shortest_memo  # type: ignore[union-attr]

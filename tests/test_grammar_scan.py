@@ -34,12 +34,19 @@ def _setops(node: ir.Node) -> bool:
     )
 
 
+def _plain(node: ir.Node) -> bool:
+    return not any(
+        isinstance(n, (ir.Token, ir.Lexeme, ir.Difference, ir.Intersection)) for n in ir.iter_distinct(node)
+    )
+
+
 @settings(max_examples=400, deadline=None)
 @given(_trees)
-def test_scan_is_depth_refs_and_setops(node: ir.Node) -> None:
-    assert _scan(node) == (ir.depth(node), ir.refs(node), _setops(node))
+def test_scan_is_depth_refs_setops_and_plain(node: ir.Node) -> None:
+    assert _scan(node) == (ir.depth(node), ir.refs(node), _setops(node), _plain(node))
 
 
 def test_scan_of_a_closed_set_operation_reports_none() -> None:
     closed = ir.mark_closed(ir.Intersection(ir.repeat(ir.char((0x61, 0x7A)), 1, 5), ir.lit("abc")))
-    assert _scan(ir.seq(closed, ir.Ref("x"))) == (ir.depth(ir.seq(closed, ir.Ref("x"))), {"x"}, False)
+    node = ir.seq(closed, ir.Ref("x"))
+    assert _scan(node) == (ir.depth(node), {"x"}, False, False)

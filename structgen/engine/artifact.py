@@ -160,6 +160,8 @@ def save_constraint(c: Constraint, *, key: bytes | None = None) -> bytes:
     key = _check_key(key)
     # one consistent snapshot (``Constraint.snapshot``); the header is encoded after it, up to
     # the sizes it read: a save holds up other threads' masks for the copies only
+    with c._lock:  # the bodies a dynamic constraint has not lowered yet, as its computations do
+        c.machines.lower_bodies()
     snap = c.snapshot()
     rows, cached = snap.rows, snap.masks
     header = _header_data(c, snap.n_terms, snap.n_stacks, snap.n_configs)

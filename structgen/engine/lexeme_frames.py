@@ -41,7 +41,7 @@ from ..errors import LimitError
 from .arrays import unique_inverse
 from .configs import DEAD, ConfigSystem
 from .machines import Machines, is_call, symbol_index, token_symbol
-from .terms import HAS_POSS, HAS_SYM, LA_END, LA_TOKEN, NOTHING
+from .terms import HAS_SYM, LA_END, LA_TOKEN, NOTHING
 
 #: the event index of the end of input (bytes are 0-255, token atom ``k`` is ``END_EVENT + 1 + k``)
 END_EVENT = 256
@@ -230,7 +230,7 @@ def needs_frame_liveness(machines: Machines) -> bool:
     store, body = machines.store, machines.body
     # a single machine with symbols calls itself (or reads a token atom, which costs a check only)
     calls = len(body) > 1 or bool(store.flags[body[0]] & HAS_SYM)
-    return calls and any(store.flags[b] & HAS_POSS for b in body)
+    return calls and machines.has_lexeme()
 
 
 def for_machines(machines: Machines, system: ConfigSystem, max_states: int) -> FrameLiveness | None:

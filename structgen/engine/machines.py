@@ -20,7 +20,7 @@ call itself, directly or not, before reading anything) is refused.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence, overload
 
 from ..deadline import check_deadline
 from ..errors import GrammarError, LimitError
@@ -29,7 +29,7 @@ from ..grammar.emptiness import empty_rules
 from ..grammar.grammar import Grammar
 from ..grammar.utf8 import class_sequences, mask_of, mask_of_ranges
 from .deep import deep_recursion
-from .terms import ALT_K, HAS_SETOP, NOTHING, REPEAT_K, SEQ_K, SYM_K, TermStore
+from .terms import ALT_K, HAS_POSS, HAS_SETOP, NOTHING, REPEAT_K, SEQ_K, SYM_K, TermStore
 
 SYMBOL_BASE = 512
 
@@ -76,6 +76,20 @@ class Machines:
     def recursive(self) -> bool:
         return len(self.body) > 1 or any(is_call(s) for s in self.store.first_syms(self.body[0]))
 
+    def has_lexeme(self) -> bool:
+        """Whether some machine's body holds a greedy lexeme (read from the grammar where the
+        bodies are lowered on first use: asking builds none of them)."""
+        if isinstance(self.body, _LazyBodies):
+            return False  # lazy bodies only for grammars without lexemes (_lazy_facts)
+        return any(self.store.flags[b] & HAS_POSS for b in self.body)
+
+    def lower_bodies(self) -> None:
+        """Lower every machine's body not lowered yet (a saver needs them all in the term table;
+        the caller holds the lock of the constraint's computations: lowering adds terms)."""
+        if isinstance(self.body, _LazyBodies):
+            for _ in self.body:
+                pass
+
 
 class _Lowering:
     def __init__(
@@ -104,6 +118,7 @@ class _Lowering:
         #: the interning for every byte of every literal)
         self.byte_terms: list[int | None] = [None] * 256
         store.expander = self.expand
+        store.shortest_of_key = self.key_shortest
 
     def byte_term(self, b: int) -> int:
         t = self.byte_terms[b]
@@ -114,6 +129,12 @@ class _Lowering:
     def expand(self, key: object) -> int:
         """Build the term of the rule behind a lazy term."""
         return self.lower(self.g.rules[key])  # type: ignore[index]
+
+    def key_shortest(self, key: object) -> int | None:
+        """The shortest length of the pure rule behind a lazy term, from the grammar: token
+        budgets need the shortest completion of the whole document at the first mask, and must
+        not build every rule to get it (format "date-time": ~6,000 nodes)."""
+        return self.shortest_bytes(self.g.rules[key])  # type: ignore[index]
 
     def _followed(self, name: str) -> ir.Node | None:
         """The body of a rule the analyses below read through (a live inlined rule), else None."""
@@ -390,12 +411,8 @@ class _Lowering:
             pure, nullable, setop = self.node_facts(self.g.rules[name])  # a live inlined rule's body
             if pure:
                 # a regular rule is built when a generation first reaches it
+                # (its shortest length is read from the grammar when first asked: key_shortest)
                 t = self.s.lazy(name, nullable, HAS_SETOP if setop else 0)
-                if not setop:
-                    # its shortest length, from the grammar: token budgets need the shortest
-                    # completion of the whole document at the first mask, and must not build
-                    # every rule to get it (format "date-time": ~6,000 nodes)
-                    self.s.hint_shortest(t, self.shortest_bytes(self.g.rules[name]))
             else:
                 t = self.lower(self.g.rules[name])
             self.inlined[name] = t
@@ -539,7 +556,7 @@ def build_machines(grammar: Grammar, store: TermStore | None = None, *, shared_c
 
 
 @deep_recursion
-def _build(grammar: Grammar, store: TermStore | None, shared_calls: int = 0) -> Machines:
+def _build(grammar: Grammar, store: TermStore | None, shared_calls: int = 0, lazy_bodies: bool = True) -> Machines:
     try:
         # rules that derive nothing, found on the grammar: an inlined regular rule is a lazy term,
         # which the machine-level check below cannot see into without building it
@@ -550,6 +567,18 @@ def _build(grammar: Grammar, store: TermStore | None, shared_calls: int = 0) -> 
             # caller's bytes at once (EngineTuning.relative_nullable)
             facts = _Lowering(grammar, TermStore(), dead)
             shared = frozenset(n for n in shared if not facts.node_facts(grammar.rules[n])[1])
+        if lazy_bodies and len(grammar.recursive_rules() | shared) > 0:
+            store = TermStore() if store is None else store
+            low = _Lowering(grammar, store, dead, shared)
+            found = _lazy_facts(low)
+            if found is not None:
+                nullable, graph = found
+                _refuse_left_recursion(graph, low.machine_names)
+                bodies = _LazyBodies(low)
+                bodies.lower(0)  # the start machine's: the first configuration is made of it
+                m = Machines(store, list(low.machine_names), bodies, 0, [], rule_bound=low.rule_bound)  # type: ignore[arg-type]
+                m.nullable = nullable
+                return m
         while True:
             store = TermStore() if store is None else store
             low = _Lowering(grammar, store, dead, shared)
@@ -564,8 +593,222 @@ def _build(grammar: Grammar, store: TermStore | None, shared_calls: int = 0) -> 
         raise LimitError("grammar nested too deeply for the engine", limit="max_nesting") from None
     m = Machines(store, list(low.machine_names), bodies, 0, list(low.atoms), rule_bound=low.rule_bound)
     m.nullable = _machine_nullable(store, bodies)
-    _refuse_left_recursion(store, m)
+    _refuse_left_recursion({i: _first_calls(store, b, m.nullable)[0] for i, b in enumerate(bodies)}, m.names)
     return m
+
+
+class _LazyBodies(Sequence[int]):
+    """The body terms of a grammar's machines, each lowered when first asked for (a generation
+    calls the machine, or a saver needs them all): a schema's object with keys in any order has
+    a machine per set of keys left, and the first mask reads the start machine's alone.
+
+    Made only where :func:`_lazy_facts` found the machines' nullability and first calls on the
+    grammar, and every machine productive: what the eager lowering finds on the terms."""
+
+    def __init__(self, low: _Lowering) -> None:
+        self._low = low
+        self._terms: list[int | None] = [None] * len(low.machine_names)
+
+    def __len__(self) -> int:
+        return len(self._terms)
+
+    @overload
+    def __getitem__(self, i: int) -> int: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[int]: ...
+
+    def __getitem__(self, i: int | slice) -> int | list[int]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self._terms)))]
+        t = self._terms[i]
+        if t is None:
+            t = self._terms[i] = _lower_body(self._low, self._low.machine_names[i])
+        return t
+
+    def __iter__(self) -> Iterator[int]:
+        for i in range(len(self._terms)):
+            yield self[i]
+
+    def lower(self, i: int) -> None:
+        """Lower machine ``i``'s body now."""
+        self[i]
+
+    def built(self) -> int:
+        """How many bodies are lowered so far."""
+        return sum(t is not None for t in self._terms)
+
+
+@deep_recursion
+def _lower_body(low: _Lowering, name: str) -> int:
+    try:
+        return low.machine_body(name)
+    except RecursionError:
+        raise LimitError("grammar nested too deeply for the engine", limit="max_nesting") from None
+
+
+#: (machines that may come first, whether it may match nothing) of an empty node
+_NO_CALLS: tuple[frozenset[int], bool] = (frozenset(), False)
+
+
+class _Blocked(Exception):
+    """A node the grammar-side facts do not cover (a token, a greedy lexeme, a set operation)."""
+
+
+def _lazy_facts(low: _Lowering) -> tuple[list[bool], dict[int, set[int]]] | None:
+    """(each machine's nullability, the machines each may call before reading anything) found on
+    the grammar as :func:`_machine_nullable` and :func:`_first_calls` find them on the lowered
+    bodies; None where the grammar holds a token, a greedy lexeme or a set operation (a token's
+    atom number follows the order of lowering; the emptiness of a set operation, on which the
+    machines' productivity may hang, is only known on terms).
+
+    Without those, a node is empty exactly when the grammar's structure says so (the rules
+    ``empty_rules`` found, an empty class, a sequence with an empty part...), which the lowering
+    turns into NOTHING and the term-side walks never enter; this walk skips the same nodes."""
+    if not low.g.plain:
+        return None
+    names, index, rules, dead = low.machine_names, low.machine_index, low.g.rules, low.dead
+    empty_memo: dict[ir.Node, bool] = {}
+
+    def empty(n: ir.Node) -> bool:
+        r = empty_memo.get(n)
+        if r is None:
+            r = empty_memo[n] = _node_empty(n, dead, empty_memo)
+        return r
+
+    nullable = [False] * len(names)
+    facts = (index, rules, dead, nullable)
+    # a dead machine's body is NOTHING: no calls, not nullable
+    live = [i for i, n in enumerate(names) if n not in dead]
+    try:
+        while True:
+            memo: dict[ir.Node, tuple[frozenset[int], bool]] = {}
+            changed = False
+            for i in live:
+                if not nullable[i] and _calls_of(rules[names[i]], facts, memo, empty)[1]:
+                    nullable[i] = changed = True
+            if not changed:
+                break
+        graph: dict[int, set[int]] = {i: set() for i in range(len(names))}
+        for i in live:
+            graph[i] = set(_calls_of(rules[names[i]], facts, memo, empty)[0])
+    except _Blocked:  # pragma: no cover - a plain grammar has none
+        return None
+    return nullable, graph
+
+
+def _node_empty(n: ir.Node, dead: frozenset[str], memo: dict[ir.Node, bool]) -> bool:
+    """Whether ``n`` has no sentence, for nodes without tokens, lexemes or set operations, given
+    the rules that derive nothing (``dead``): every other rule derives something, so references
+    are not followed. Without recursion: bodies may be deep."""
+    stack: list[tuple[ir.Node, bool]] = [(n, False)]
+    while stack:
+        m, expanded = stack.pop()
+        if m in memo and not expanded:
+            continue
+        cls = m.__class__
+        if cls is ir.Ref:
+            memo[m] = m.name in dead  # type: ignore[attr-defined]
+            continue
+        if cls is ir.Literal:
+            memo[m] = False
+            continue
+        if cls is ir.CharClass:
+            memo[m] = not m.codepoints()  # type: ignore[attr-defined]
+            continue
+        if cls is ir.ByteClass:
+            memo[m] = not m.byte_ranges()  # type: ignore[attr-defined]
+            continue
+        closed = ir.closed_facts(m)
+        if closed is not None:
+            if not closed.plain:
+                raise _Blocked
+            memo[m] = closed.shortest is None
+            continue
+        if cls is ir.Seq or cls is ir.Alt:
+            kids = m.items  # type: ignore[attr-defined]
+        elif cls is ir.Repeat:
+            if m.min == 0 or m.max == 0:  # type: ignore[attr-defined]
+                memo[m] = False
+                continue
+            kids = (m.item,)  # type: ignore[attr-defined]
+        else:
+            raise _Blocked
+        if not expanded:
+            stack.append((m, True))
+            stack.extend((k, False) for k in kids if k not in memo)
+            continue
+        if cls is ir.Alt:
+            memo[m] = all(memo[k] for k in kids)
+        else:  # a sequence, or a repetition that needs its item
+            memo[m] = any(memo[k] for k in kids)
+    return memo[n]
+
+
+def _calls_of(
+    n: ir.Node,
+    facts: tuple[dict[str, int], Any, frozenset[str], list[bool]],
+    memo: dict[ir.Node, tuple[frozenset[int], bool]],
+    empty: Callable[[ir.Node], bool],
+) -> tuple[frozenset[int], bool]:
+    """(the machines ``n`` may call before reading anything, a call of a nullable machine passed
+    over; whether ``n`` may match nothing): :func:`_first_calls` on the grammar, ``facts`` being
+    (machine indices by name, the rules, the rules that derive nothing, which machines are
+    nullable). References to other rules are read through (the lowering inlines them). An empty
+    node has neither (the lowering makes it NOTHING); only a sequence's answer can change by it
+    (a choice's options and a repetition's unit answer for themselves), and only where it is
+    not (none, False) already: the emptiness walk runs for few sequences."""
+    got = memo.get(n)
+    if got is not None:
+        return got
+    index, rules, dead, nullable = facts
+    cls = n.__class__
+    if cls is ir.Literal:
+        r = (frozenset(), not n.data)  # type: ignore[attr-defined]
+    elif cls is ir.Ref:
+        name = n.name  # type: ignore[attr-defined]
+        i = index.get(name)
+        if name in dead:
+            r = _NO_CALLS
+        elif i is not None:
+            r = (frozenset((i,)), nullable[i])
+        else:
+            r = _calls_of(rules[name], facts, memo, empty)
+    elif cls is ir.CharClass or cls is ir.ByteClass:
+        r = _NO_CALLS
+    else:
+        closed = ir.closed_facts(n)
+        if closed is not None:  # no reference below; a plain grammar's marks are plain
+            r = _NO_CALLS if closed.shortest is None else (frozenset(), closed.nullable)
+        elif cls is ir.Seq:
+            calls: frozenset[int] = frozenset()
+            nul = True
+            for item in n.items:  # type: ignore[attr-defined]
+                c, nul = _calls_of(item, facts, memo, empty)
+                if c:
+                    calls = calls | c
+                if not nul:
+                    break
+            r = (calls, nul) if (calls or nul) and not empty(n) else _NO_CALLS
+        elif cls is ir.Alt:
+            calls = frozenset()
+            nul = False
+            for item in n.items:  # type: ignore[attr-defined]
+                c, x = _calls_of(item, facts, memo, empty)
+                if c:
+                    calls = calls | c
+                nul = nul or x
+            r = (calls, nul)
+        elif cls is ir.Repeat:
+            if n.max == 0:  # type: ignore[attr-defined]
+                r = (frozenset(), True)
+            else:
+                c, x = _calls_of(n.item, facts, memo, empty)  # type: ignore[attr-defined]
+                r = (c, x or n.min == 0)  # type: ignore[attr-defined]
+        else:  # pragma: no cover - a plain grammar has no other kind
+            raise _Blocked
+    memo[n] = r
+    return r
 
 
 def _first_calls(store: TermStore, t: int, nullable_calls: list[bool]) -> tuple[set[int], bool]:
@@ -652,8 +895,8 @@ def _productive(store: TermStore, bodies: list[int]) -> list[bool]:
     return prod
 
 
-def _refuse_left_recursion(store: TermStore, m: Machines) -> None:
-    graph = {i: _first_calls(store, b, m.nullable)[0] for i, b in enumerate(m.body)}
+def _refuse_left_recursion(graph: dict[int, set[int]], names: list[str]) -> None:
+    """Refuse a cycle in ``graph`` (machine -> the machines it may call before reading anything)."""
     state: dict[int, int] = {}
     for root in graph:
         if state.get(root):
@@ -671,10 +914,10 @@ def _refuse_left_recursion(store: TermStore, m: Machines) -> None:
                 continue
             if state.get(nxt) == 1:
                 cycle = path[path.index(nxt) :] + [nxt]
-                names = " -> ".join(m.names[i] for i in cycle)
+                path_names = " -> ".join(names[i] for i in cycle)
                 raise GrammarError(
-                    f"left recursion ({names}) is not supported by the mask engine; rewrite it with repetition",
-                    rule=m.names[nxt],
+                    f"left recursion ({path_names}) is not supported by the mask engine; rewrite it with repetition",
+                    rule=names[nxt],
                 )
             if not state.get(nxt):
                 state[nxt] = 1

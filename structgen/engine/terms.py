@@ -74,6 +74,11 @@ class TermStore:
         self._forced: dict[int, int] = {}
         #: builds the term of a lazy term's key (set by the grammar lowering)
         self.expander: Callable[[object], int] | None = None
+        #: the shortest length, in bytes, of a lazy term's key without building it (None: no
+        #: sentence); asked on first use for lazy terms without set operations (set by the
+        #: grammar lowering: most rules a compile makes lazy are never measured before the
+        #: first mask, and a grammar walk per rule at compile costs more than the rest of it)
+        self.shortest_of_key: Callable[[object], int | None] | None = None
         self._deriv_sym: dict[tuple[int, int, int], int] = {}
         self._nullable_at: dict[tuple[int, int], bool] = {}
         self._classes: dict[int, tuple[int, ...]] = {}
@@ -115,11 +120,6 @@ class TermStore:
         """A term whose structure is built on first use by the ``expander`` (a rule not lowered
         yet): compile stays proportional to what a generation actually reaches."""
         return self._make((LAZY_K, key), LAZY_K, 0, key, nullable, flags)
-
-    def hint_shortest(self, t: int, length: int | None) -> None:
-        """Record the shortest length of lazy term ``t`` (None: no sentence), known without
-        building it."""
-        self._shortest.setdefault(t, -1 if length is None else length)
 
     def force(self, t: int) -> int:
         """The built term behind a lazy one (any other term is returned as is)."""
@@ -748,6 +748,11 @@ class TermStore:
                 found = self._search(u)
                 self._shortest[u] = -1 if found is None else found
             elif k == LAZY_K:
+                if self.shortest_of_key is not None and not self.flags[u] & HAS_SETOP:
+                    n = self.shortest_of_key(self.b[u])
+                    self._shortest[u] = -1 if n is None else n
+                    stack.pop()
+                    continue
                 forced = self.force(u)
                 if forced not in self._shortest:
                     stack.append(forced)

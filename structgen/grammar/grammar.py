@@ -35,7 +35,7 @@ class Grammar:
     trusted, not checked.
     """
 
-    __slots__ = ("_rules", "_start", "_externs", "_hash", "_recursive", "_derived")
+    __slots__ = ("_rules", "_start", "_externs", "_hash", "_recursive", "_derived", "_plain")
 
     def __init__(
         self,
@@ -115,9 +115,11 @@ class Grammar:
             raise GrammarError(f"start rule {self._start!r} is not defined", rule=self._start)
         graph: dict[str, list[str]] = {}
         with_setops: list[str] = []
+        plain_rules = True
         for name, body in self._rules.items():
             check_deadline()
-            depth, refs, setops = _scan(body)
+            depth, refs, setops, plain = _scan(body)
+            plain_rules = plain_rules and plain
             if depth > limits.max_nesting:
                 from ..errors import LimitError
 
@@ -132,6 +134,7 @@ class Grammar:
                 graph[name] = sorted(refs & self._rules.keys())
             if setops:
                 with_setops.append(name)
+        self._plain = plain_rules
         if self._recursive is None:
             self._recursive = frozenset(nodes_on_cycles(graph))
         recursive = self._recursive
@@ -167,6 +170,12 @@ class Grammar:
                     if sub.name not in seen:
                         seen.add(sub.name)
                         stack.append(self._rules[sub.name])
+
+    @property
+    def plain(self) -> bool:
+        """Whether no rule holds a token atom, a greedy lexeme or a set operation (closed
+        subtrees included): syntax alone then decides which parts derive nothing."""
+        return self._plain
 
     def recursive_rules(self) -> frozenset[str]:
         """Rules that can reach themselves through references (Tarjan's SCCs, iteratively)."""
@@ -390,19 +399,21 @@ def bind_tokens(node: ir.Node, ids: Mapping[str, tuple[int, ...]]) -> ir.Node:
 _PLAIN_LEAVES = frozenset({ir.Literal, ir.CharClass, ir.ByteClass, ir.Token})
 
 
-def _scan(body: ir.Node) -> tuple[int, set[str], bool]:
+def _scan(body: ir.Node) -> tuple[int, set[str], bool, bool]:
     """(:func:`ir.depth` of ``body``, the rules it references, whether a set operation or a lexeme
-    outside a closed subtree is in it), in one iterative walk over its distinct inner nodes:
-    validation needs all three for every rule. Leaves (depth 1) are read from their parent,
-    not visited: nearly half of a translated grammar's nodes are literals."""
+    outside a closed subtree is in it, whether it is plain: no token atom, lexeme or set operation
+    anywhere, closed subtrees included), in one iterative walk over its distinct inner nodes:
+    validation needs the first three for every rule, the engine the fourth. Leaves (depth 1) are
+    read from their parent, not visited: nearly half of a translated grammar's nodes are literals."""
     if isinstance(body, ir.Ref):
-        return 1, {body.name}, False
+        return 1, {body.name}, False, True
     if body.__class__ in _PLAIN_LEAVES:
-        return 1, set(), False
+        return 1, set(), False, body.__class__ is not ir.Token
     leaves = _PLAIN_LEAVES
     depth: dict[int, int] = {}
     refs: set[str] = set()
     setops = False
+    plain = True
     stack: list[tuple[ir.Node, bool]] = [(body, False)]
     while stack:
         n, expanded = stack.pop()
@@ -414,6 +425,7 @@ def _scan(body: ir.Node) -> tuple[int, set[str], bool]:
         closed = ir.closed_facts(n)
         if closed is not None:  # no Ref below, and its operands are regular
             depth[id(n)] = closed.depth
+            plain = plain and closed.plain
             continue
         kids = n.children()
         if not kids:
@@ -427,6 +439,8 @@ def _scan(body: ir.Node) -> tuple[int, set[str], bool]:
         for c in kids:
             cls = c.__class__
             if cls in leaves:
+                if cls is ir.Token:
+                    plain = False
                 continue
             if cls is ir.Ref:
                 refs.add(c.name)  # type: ignore[attr-defined]
@@ -438,4 +452,4 @@ def _scan(body: ir.Node) -> tuple[int, set[str], bool]:
                 stack.append((c, False))
         if not inner:
             depth[id(n)] = 2
-    return depth[id(body)], refs, setops
+    return depth[id(body)], refs, setops, plain and not setops

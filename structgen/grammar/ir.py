@@ -24,7 +24,7 @@ deeply nested input does not become deeply nested trees.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterator, Sequence
+from typing import Iterable, Iterator, Sequence
 
 from .. import caches
 
@@ -90,6 +90,10 @@ class Node:
         return format_node(self)
 
 
+#: how a frozen node's written-out __init__ sets its fields (as the dataclass's would)
+_set = object.__setattr__
+
+
 def _cached_hash(obj: object, *parts: object) -> None:
     object.__setattr__(obj, "_hash", hash((type(obj).__name__,) + parts))
 
@@ -101,10 +105,12 @@ class Literal(Node):
     data: bytes
     _hash: int = field(init=False, compare=False, default=0)
 
-    def __post_init__(self) -> None:
-        if not isinstance(self.data, bytes):
+    def __init__(self, data: bytes) -> None:
+        # written out, as Seq's: nearly half of a translated grammar's nodes are literals
+        if not isinstance(data, bytes):
             raise TypeError("Literal.data must be bytes")
-        object.__setattr__(self, "_hash", hash(("Literal", self.data)))  # _cached_hash's value, without the call
+        _set(self, "data", data)
+        _set(self, "_hash", hash(("Literal", data)))  # _cached_hash's value, without the call
 
     def __hash__(self) -> int:
         return self._hash
@@ -172,8 +178,9 @@ class Ref(Node):
     name: str
     _hash: int = field(init=False, compare=False, default=0)
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "_hash", hash(("Ref", self.name)))  # _cached_hash's value, without the call
+    def __init__(self, name: str) -> None:
+        _set(self, "name", name)  # written out, as Seq's
+        _set(self, "_hash", hash(("Ref", name)))  # _cached_hash's value, without the call
 
     def __hash__(self) -> int:
         return self._hash
@@ -189,11 +196,16 @@ class Seq(Node):
     items: tuple[Node, ...]
     _hash: int = field(init=False, compare=False, default=0)
 
-    def __post_init__(self) -> None:
-        items = self.items if type(self.items) is tuple else tuple(self.items)
-        object.__setattr__(self, "items", items)
-        # the value _cached_hash gives, built without its generator and argument tuples
-        object.__setattr__(self, "_hash", hash((type(self).__name__, *map(hash, items))))
+    def __init__(self, items: Iterable[Node]) -> None:
+        # written out (the dataclass keeps it): the most built node kinds of a translation,
+        # and the generated __init__ with its __post_init__ cost a third of a node's making
+        items = items if type(items) is tuple else tuple(items)
+        _set(self, "items", items)  # frozen (not through __dict__: that would give each node a dict)
+        # the value _cached_hash gives, from the parts' cached hashes (every node kind has one)
+        try:
+            _set(self, "_hash", hash(("Seq", *[i._hash for i in items])))
+        except AttributeError:  # a part that is not a node: hashed as it hashes
+            _set(self, "_hash", hash(("Seq", *map(hash, items))))
 
     def __hash__(self) -> int:
         return self._hash
@@ -215,11 +227,16 @@ class Alt(Node):
     items: tuple[Node, ...]
     _hash: int = field(init=False, compare=False, default=0)
 
-    def __post_init__(self) -> None:
-        items = self.items if type(self.items) is tuple else tuple(self.items)
-        object.__setattr__(self, "items", items)
-        # the value _cached_hash gives, built without its generator and argument tuples
-        object.__setattr__(self, "_hash", hash((type(self).__name__, *map(hash, items))))
+    def __init__(self, items: Iterable[Node]) -> None:
+        # written out (the dataclass keeps it): the most built node kinds of a translation,
+        # and the generated __init__ with its __post_init__ cost a third of a node's making
+        items = items if type(items) is tuple else tuple(items)
+        _set(self, "items", items)  # frozen (not through __dict__: that would give each node a dict)
+        # the value _cached_hash gives, from the parts' cached hashes (every node kind has one)
+        try:
+            _set(self, "_hash", hash(("Alt", *[i._hash for i in items])))
+        except AttributeError:  # a part that is not a node: hashed as it hashes
+            _set(self, "_hash", hash(("Alt", *map(hash, items))))
 
     def __hash__(self) -> int:
         return self._hash

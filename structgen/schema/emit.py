@@ -59,6 +59,8 @@ class Emitter:
         self.rules: dict[str, ir.Node] = {}
         self.names: set[str] = set()
         self._next_number: dict[str, int] = {}  # the next suffix to try, per base name
+        #: the base name of each hint asked for (a bag of keys in any order asks once per state)
+        self._bases: dict[str, str] = {}
         self.handle_names: dict[tuple[Handle, Depth], str] = {}
         self.name_handle: dict[str, Handle] = {}
         self.keyed: dict[Any, str] = {}
@@ -80,9 +82,13 @@ class Emitter:
     # -- rules ---------------------------------------------------------------------------------
 
     def fresh(self, hint: str) -> str:
-        base = re.sub(r"[^A-Za-z0-9]+", "-", hint).strip("-") or "r"
-        if len(base) > 48:
-            base = base[:40].rstrip("-") + "-" + format(zlib.crc32(hint.encode("utf-8", "surrogatepass")) & 0xFFFF, "x")
+        base = self._bases.get(hint)
+        if base is None:
+            base = re.sub(r"[^A-Za-z0-9]+", "-", hint).strip("-") or "r"
+            if len(base) > 48:
+                crc = zlib.crc32(hint.encode("utf-8", "surrogatepass")) & 0xFFFF
+                base = base[:40].rstrip("-") + "-" + format(crc, "x")
+            self._bases[hint] = base
         # numbering resumes where this base left off: scanning from 2 on every call made the
         # rules of one long key (a chunk every few dozen characters) quadratic in its length
         n = self._next_number.get(base, 1)

@@ -181,6 +181,17 @@ def string_all_spellings(s: str) -> ir.Node:
     return ir.seq(QUOTE, *(spell_char(c, all_escapes=True) for c in s), QUOTE)
 
 
+def _seq2(x: ir.Node, y: ir.Node) -> ir.Node:
+    """``ir.seq(x, y)``, built directly where that is what it gives: neither part a literal or
+    a sequence (which it would join or flatten) nor the empty choice."""
+    cx, cy = x.__class__, y.__class__
+    if (cx is ir.CharClass or cx is ir.Ref or (cx is ir.Alt and x.items)) and (  # type: ignore[attr-defined]
+        cy is ir.CharClass or cy is ir.Ref or (cy is ir.Alt and y.items)  # type: ignore[attr-defined]
+    ):
+        return ir.Seq((x, y))
+    return ir.seq(x, y)
+
+
 def string_not_in(
     values: Iterable[str],
     *,
@@ -214,19 +225,30 @@ def string_not_in(
         order.append((t, d))
         stack.extend((sub, d + 1) for k, sub in t.items() if k is not end)
     built: dict[int, ir.Node] = {}
+    # per call: the spelling of each character and of the characters outside each set of
+    # children (the same objects spell_class's cache gives; a trie repeats both often)
+    spelled: dict[str, ir.Node] = {}
+    outside: dict[tuple[str, ...], ir.Node] = {}
     for t, d in reversed(order):
         kids = sorted(k for k in t if k is not end)
         parts: list[ir.Node] = []
         if end not in t:
             parts.append(QUOTE)
         for k in kids:
-            parts.append(ir.seq(spell_class(((ord(k), ord(k)),), u_rule=u_rule, esc_rule=esc_rule), built[id(t[k])]))
-        others = (
-            ir.complement_ranges(tuple((ord(k), ord(k)) for k in kids), ir.MAX_CODEPOINT)
-            if kids
-            else ((0, ir.MAX_CODEPOINT),)
-        )
-        parts.append(ir.seq(spell_class(others, u_rule=u_rule, esc_rule=esc_rule), rest))
+            sk = spelled.get(k)
+            if sk is None:
+                sk = spelled[k] = spell_class(((ord(k), ord(k)),), u_rule=u_rule, esc_rule=esc_rule)
+            parts.append(_seq2(sk, built[id(t[k])]))
+        key = tuple(kids)
+        so = outside.get(key)
+        if so is None:
+            others = (
+                ir.complement_ranges(tuple((ord(k), ord(k)) for k in kids), ir.MAX_CODEPOINT)
+                if kids
+                else ((0, ir.MAX_CODEPOINT),)
+            )
+            so = outside[key] = spell_class(others, u_rule=u_rule, esc_rule=esc_rule)
+        parts.append(ir.seq(so, rest))
         node = ir.alt(*parts)
         if define is not None and d > 0 and d % chunk == 0:
             node = define(node)
