@@ -412,13 +412,15 @@ OPEN_KEYS_SCHEMA = {
 }
 
 
-@pytest.mark.parametrize("vocab_name", ["llama-spm", "llama-bpe"])
-def test_walks_one_byte_before_a_loop_from_the_loops_walk_equal_the_plain_walk(vocab_name: str) -> None:
+@pytest.mark.parametrize(("vocab_name", "sparse_live"), [("llama-spm", 16), ("llama-bpe", 16), ("llama-bpe", 1)])
+def test_walks_one_byte_before_a_loop_from_the_loops_walk_equal_the_plain_walk(vocab_name: str, sparse_live: int) -> None:
     """A walk one byte before a loop takes what lies below the root children it steps as the
-    loop does from the loop's own kept walk (``EngineTuning.shared_loop_exits``): for every
-    one-stack configuration a compile ahead of time met (relative ones with the exits of their
-    walk over the hole, bottom ones with their tokens), the tokens and exits equal those of the
-    plain walk (no loop regions) on the same configuration system, and the kept walks were used."""
+    loop does from the loop's own kept walk (``EngineTuning.shared_loop_exits``), descending
+    along the children whose byte differs: for every one-stack configuration a compile ahead
+    of time met (relative ones with the exits of their walk over the hole, bottom ones with
+    their tokens), the tokens and exits equal those of the plain walk (no loop regions) on the
+    same configuration system, and the kept walks were used. ``sparse_live`` 1 stops descents
+    where two bytes differ, so that the walk takes the nodes below over from them."""
     from structgen.engine.limits import EngineLimits
     from structgen.engine.mask_sources import region_words
     from structgen.engine.table import TransitionTable
@@ -431,10 +433,10 @@ def test_walks_one_byte_before_a_loop_from_the_loops_walk_equal_the_plain_walk(v
     )
     assert not c.report.truncated
     system, width = c._system, vocab.logit_width
-    shared = TransitionTable(system, tail_missing=lambda: vocab.utf8_tail_missing)
     tail = lambda: vocab.utf8_tail_missing  # noqa: E731
     plain = TransitionTable(system, tail_missing=tail, tuning=EngineTuning(loop_region_min_bytes=257))
     off = TransitionTable(system, tail_missing=tail, tuning=EngineTuning(shared_loop_exits=False))
+    shared = TransitionTable(system, tail_missing=tail, tuning=EngineTuning(sparse_live=sparse_live))
     before_loop = 0
     for cid in range(1, len(system.configs)):
         stacks = system.configs[cid]

@@ -39,6 +39,8 @@ caches.register_dict(
     "engine.class_bytes", _CLASS_BYTES, estimate="deep_bytes: at most 256 bytes each, so the count bounds the bytes"
 )
 ASCII_BITS = (1 << 128) - 1
+#: the slack of positions a walk without end configurations adds (never read there)
+_NO_SLACK = np.zeros(0, dtype=np.int32)
 _MULTIBYTE_SEQUENCES = utf8_sequences(0x80, 0xD7FF) + utf8_sequences(0xE000, 0x10FFFF)
 
 
@@ -436,7 +438,9 @@ class TransitionTable:
                 if level0 is not None and differ:
                     keep = mask_to_bools(differ)[level0[1]]
                     if keep.any():
-                        pending[0] = [(level0[0][keep], level0[1][keep], cid)]
+                        rest = self._descend_root(trie, views, cid, loop, level0[0][keep], level0[1][keep], out)
+                        if rest is not None:
+                            pending[0] = [(rest[0], rest[1], cid)]
             else:
                 for k, (e_nodes, e_byts) in live_exits.items():
                     # an exit's path so far looped: below the root that is the loop configuration
@@ -539,11 +543,117 @@ class TransitionTable:
             positions = positions[~_inside(positions, starts, ends)]
             exits = {k: nodes[~_inside(trie.run_start[k][nodes], starts, ends)] for k, nodes in exits.items()}
         if positions.size:
-            out.add_positions(positions, loop, np.zeros(positions.size, dtype=np.int32))
+            out.add_positions(positions, loop, _NO_SLACK)
         met = self._exits_met
         if met is not None:
             met.extend((k, nodes) for k, nodes in exits.items() if nodes.size)
         return True
+
+    def _descend_root(
+        self,
+        trie: TokenTrie,
+        views: list[LevelViews],
+        cid: int,
+        loop: int,
+        nodes: np.ndarray,
+        byts: np.ndarray,
+        out: _Pieces,
+    ) -> tuple[np.ndarray, np.ndarray] | None:
+        """The root children ``nodes`` (bytes ``byts``) that ``cid`` steps otherwise than
+        ``loop``: each whose byte loops in ``loop`` is descended (:meth:`_descend`); returns the
+        others, for the walk to step from ``cid`` (None: none left)."""
+        region = self._loop_region(loop, trie)
+        found = self._beyond.get((loop, self._exits_met is not None))
+        if region is None or found is None:  # pragma: no cover - kept by the walk at the root
+            return nodes, byts
+        rest = []
+        base = cid * 256
+        for i, (node, byte) in enumerate(zip(nodes.tolist(), byts.tolist())):
+            state = self._flat[base + byte]  # the row of ``cid`` is complete (its region's check)
+            if not self._descend(trie, views, (region.positions, *found), 0, node, byte, state, loop, out):
+                rest.append(i)
+        if not rest:
+            return None
+        return nodes[rest], byts[rest]
+
+    def _descend(
+        self,
+        trie: TokenTrie,
+        views: list[LevelViews],
+        kept: tuple[np.ndarray, np.ndarray, dict[int, np.ndarray]],
+        k: int,
+        node: int,
+        byte: int,
+        state: int,
+        loop: int,
+        out: _Pieces,
+    ) -> bool:
+        """Below ``node`` (level ``k``, reached by bytes that all loop in ``loop``, with its own
+        last byte ``byte``) the walk is in ``state``, where ``loop``'s walk is in ``loop``: add
+        what ``loop``'s kept walk found under the children that ``state`` steps as ``loop`` does
+        (the region's tokens and the kept tokens and exits beyond it), descend into the
+        differing children whose byte loops too, and leave the rest to the walk at level
+        ``k + 1`` with their configurations (``out.direct``). False (nothing added) where
+        ``byte`` does not loop in ``loop``, ``state`` is dead or a return into the hole, or
+        steps more than ``tuning.sparse_live`` bytes otherwise than ``loop``: the walk steps
+        ``node`` itself.
+
+        Exact for the reason a kept walk is (what lies below a node depends only on the
+        configuration there): the node's own tokens are accepted from both (both are live),
+        and below every child outside the differing bytes both walks are in one configuration."""
+        if state == DEAD or self._flat[loop * 256 + byte] != loop or self._unmark(state) != state:
+            return False
+        differ = self._differ_bytes(state, loop)
+        if len(differ) > self._sparse_live:
+            return False
+        cut_starts: list[int] = []
+        cut_ends: list[int] = []
+        if k + 1 < len(views):
+            v, nxt = views[k], views[k + 1]
+            first = v.child_start[node]
+            end = first + v.child_count[node]
+            base = state * 256
+            lo = first
+            for b in differ:
+                lo = bisect_left(nxt.byte, b, lo, end)
+                if lo == end:
+                    break
+                if nxt.byte[lo] != b:
+                    continue
+                cut_starts.append(nxt.run_start[lo])
+                cut_ends.append(nxt.run_end[lo])
+                after = self._flat[base + b]
+                if after != DEAD and not self._descend(trie, views, kept, k + 1, lo, b, after, loop, out):
+                    out.direct.setdefault(k + 1, []).append((lo, after, state))
+        keep_starts = [views[k].run_start[node]] + cut_ends
+        keep_ends = cut_starts + [views[k].run_end[node]]
+        in_region, positions, exits = kept
+        bounds = np.asarray(keep_starts + keep_ends)
+        n = len(keep_starts)
+        for part in (in_region, positions):
+            at = np.searchsorted(part, bounds).tolist()
+            for i, j in zip(at[:n], at[n:]):
+                if j > i:
+                    out.add_positions(part[i:j], loop, _NO_SLACK)
+        met = self._exits_met
+        if met is not None and exits:
+            starts, ends = np.asarray(keep_starts), np.asarray(keep_ends)
+            for level, nodes in exits.items():
+                if level > k:
+                    inside = nodes[_inside(trie.run_start[level][nodes], starts, ends)]
+                    if inside.size:
+                        met.append((level, inside))
+        return True
+
+    def _differ_bytes(self, state: int, loop: int) -> list[int]:
+        """The bytes ``state`` steps otherwise than ``loop``, ascending (``state``'s row filled;
+        ``loop``'s is, by its region)."""
+        self._grow()
+        row = self.rows[state]
+        if (row == UNKNOWN).any():
+            self._fill_row(state)
+            row = self.rows[state]
+        return np.flatnonzero(row != self.rows[loop]).tolist()  # type: ignore[no-any-return]
 
     def _beyond_loop(self, trie: TokenTrie, loop: int) -> tuple[np.ndarray, dict[int, np.ndarray]] | None:
         """The positions (in ``trie.sorted_ids``) of the tokens the walk from ``loop`` accepts
@@ -567,7 +677,8 @@ class TransitionTable:
         finally:
             self._exits_met = outer
         exits = {k: nodes for k, (nodes, _) in self._exits_of(met, trie).items()} if met else {}
-        found = (positions.astype(np.int32), exits)
+        # ascending: a descent below a root child (:meth:`_descend`) takes slices of them
+        found = (np.sort(positions).astype(np.int32), exits)
         self._beyond[key] = found
         self._beyond_bytes += found[0].nbytes + sum(nodes.nbytes for nodes in exits.values()) + 64
         return found
