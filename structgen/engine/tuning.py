@@ -128,9 +128,10 @@ class EngineTuning:
     loop_region_min_bytes: int = 32
     #: Whether a walk from a configuration one byte before a loop ``L`` (a key that may still be
     #: a listed name or a free string) takes the tokens and exits below the root children whose
-    #: byte it steps as ``L`` does from ``L``'s own walk, kept per ``L``, and walks only the
-    #: children whose byte differs (``TransitionTable._beyond_loop``); off, each walks every exit
-    #: of its trimmed region. Measured (Llama 3, aot compile with the budget lifted, CPU):
+    #: byte it steps as ``L`` does from ``L``'s own walk, kept per ``L``, and descends along the
+    #: children whose byte differs while they loop in ``L`` (at most ``sparse_live`` differing
+    #: bytes a node), walking only those that leave the loop (``TransitionTable._beyond_loop``,
+    #: ``_descend``); off, each walks every exit of its trimmed region. Measured (Llama 3, aot compile with the budget lifted, CPU):
     #: MaskBench ``Github_hard---o27793`` (647 such walks over 6 loops) 6.9 → 4.9 s.
     shared_loop_exits: bool = True
     #: Bytes of the walks of loops kept for ``shared_loop_exits`` (per constraint: token positions
