@@ -413,7 +413,7 @@ OPEN_KEYS_SCHEMA = {
 
 
 @pytest.mark.parametrize(("vocab_name", "sparse_live"), [("llama-spm", 16), ("llama-bpe", 16), ("llama-bpe", 1)])
-def test_walks_one_byte_before_a_loop_from_the_loops_walk_equal_the_plain_walk(vocab_name: str, sparse_live: int) -> None:
+def test_walks_before_a_loop_from_its_kept_walk_equal_the_plain_walk(vocab_name: str, sparse_live: int) -> None:
     """A walk one byte before a loop takes what lies below the root children it steps as the
     loop does from the loop's own kept walk (``EngineTuning.shared_loop_exits``), descending
     along the children whose byte differs: for every one-stack configuration a compile ahead
