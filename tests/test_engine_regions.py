@@ -396,3 +396,66 @@ def test_same_unit_same_automaton_across_grammars() -> None:
     inside = _string_unit_table(schema, b'{"tool": "get_weather", "location": "Re', vocab)
     assert alone.shape[0] > 5
     assert np.array_equal(alone, inside)
+
+
+#: keys that may be a listed name or any other key (``additionalProperties`` allowed): a key
+#: position one byte before the string body's loop, whose name prefix differs from it in a byte
+OPEN_KEYS_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "zip": {"type": "string"},
+        "zone": {"type": "integer"},
+        "vendor-dir": {"type": "string"},
+        "version": {"type": "array", "items": {"type": "string"}},
+    },
+    "additionalProperties": {"type": "string"},
+}
+
+
+@pytest.mark.parametrize(("vocab_name", "sparse_live"), [("llama-spm", 16), ("llama-bpe", 16), ("llama-bpe", 1)])
+def test_walks_before_a_loop_from_its_kept_walk_equal_the_plain_walk(vocab_name: str, sparse_live: int) -> None:
+    """A walk one byte before a loop takes what lies below the root children it steps as the
+    loop does from the loop's own kept walk (``EngineTuning.shared_loop_exits``), descending
+    along the children whose byte differs: for every one-stack configuration a compile ahead
+    of time met (relative ones with the exits of their walk over the hole, bottom ones with
+    their tokens), the tokens and exits equal those of the plain walk (no loop regions) on the
+    same configuration system, and the kept walks were used. ``sparse_live`` 1 stops descents
+    where two bytes differ, so that the walk takes the nodes below over from them."""
+    from structgen.engine.limits import EngineLimits
+    from structgen.engine.mask_sources import region_words
+    from structgen.engine.table import TransitionTable
+    from structgen.schema import json_schema_to_grammar
+
+    vocab = load_vocab(vocab_name)
+    trie = token_trie_for(vocab)
+    c = Constraint.compile(
+        json_schema_to_grammar(OPEN_KEYS_SCHEMA), vocab, mode="aot", limits=EngineLimits(aot_budget_ms=600_000)
+    )
+    assert not c.report.truncated
+    system, width = c._system, vocab.logit_width
+    tail = lambda: vocab.utf8_tail_missing  # noqa: E731
+    plain = TransitionTable(system, tail_missing=tail, tuning=EngineTuning(loop_region_min_bytes=257))
+    off = TransitionTable(system, tail_missing=tail, tuning=EngineTuning(shared_loop_exits=False))
+    shared = TransitionTable(system, tail_missing=tail, tuning=EngineTuning(sparse_live=sparse_live))
+    before_loop = 0
+    for cid in range(1, len(system.configs)):
+        stacks = system.configs[cid]
+        if len(stacks) != 1 or system.stack_top[stacks[0]] == 0:
+            continue
+        parent = system.stack_parent[stacks[0]]
+        if parent == system.hole:
+            walks = [t.walk_relative(cid, trie) for t in (shared, off, plain)]
+            exits = [{k: sorted(n.tolist()) for k, (n, _) in w[2].items() if n.size} for w in walks]
+            assert exits[0] == exits[2] and exits[1] == exits[2], f"exits of {cid}"
+            parts = [(w[0], w[1]) for w in walks]
+        elif parent < 0:
+            parts = [t.walk_parts(cid, trie) for t in (shared, off, plain)]
+        else:
+            continue
+        masks = [region_words(r, ids, trie, width) for r, ids in parts]
+        assert np.array_equal(masks[0], masks[2]) and np.array_equal(masks[1], masks[2]), f"mask of {cid}"
+        found = shared._before_loop.get(cid)
+        before_loop += bool(found)
+    assert before_loop > 3, "no walk started one byte before a loop"
+    assert shared._beyond, "no loop's walk was kept"
+    assert not off._beyond

@@ -39,6 +39,8 @@ caches.register_dict(
     "engine.class_bytes", _CLASS_BYTES, estimate="deep_bytes: at most 256 bytes each, so the count bounds the bytes"
 )
 ASCII_BITS = (1 << 128) - 1
+#: the slack of positions a walk without end configurations adds (never read there)
+_NO_SLACK = np.zeros(0, dtype=np.int32)
 _MULTIBYTE_SEQUENCES = utf8_sequences(0x80, 0xD7FF) + utf8_sequences(0xE000, 0x10FFFF)
 
 
@@ -94,6 +96,12 @@ class TransitionTable:
         self._choice: dict[int, tuple[int, int] | None] = {}
         self._choosable: dict[tuple[int, int], bool] = {}
         self._term_rows: dict[int, tuple[int, ...]] = {}
+        self._shared_loop_exits = tuning.shared_loop_exits
+        #: (loop configuration, relative walk) -> what its walk finds beyond its loop region
+        #: (:meth:`_beyond_loop`), and the bytes those arrays hold
+        self._beyond: dict[tuple[int, bool], tuple[np.ndarray, dict[int, np.ndarray]]] = {}
+        self._beyond_bytes = 0
+        self._beyond_max = tuning.loop_exit_memo_bytes
 
     def _grow(self) -> None:
         need = len(self.system.configs)
@@ -386,7 +394,10 @@ class TransitionTable:
         with_ends: bool,
         split: bool,
         entries: dict[int, list[tuple[np.ndarray, np.ndarray, int]]] | None = None,
+        raw: bool = False,
     ) -> tuple[LoopRegion | None, np.ndarray, np.ndarray, np.ndarray]:
+        """The walk of every public walk method. ``raw``: the accepted tokens as positions in
+        ``trie.sorted_ids`` instead of ids (with ``with_ends`` off)."""
         empty = np.zeros(0, dtype=np.int32)
         if trie.depth == 0 or cid == DEAD:
             return None, empty, empty, empty
@@ -418,9 +429,22 @@ class TransitionTable:
         else:
             if not split:
                 out.add_positions(region.positions, loop, region.slack)
-            for k, (e_nodes, e_byts) in self._live_exits(region, cid, loop).items():
-                # an exit's path so far looped: below the root that is the loop configuration
-                pending[k] = [(e_nodes, e_byts, cid if k == 0 else loop)]
+            live_exits = self._live_exits(region, cid, loop)
+            differ = self._shared_differ(cid, loop, with_ends)
+            if differ is not None and self._take_beyond_loop(trie, loop, differ, out):
+                # below the root children ``cid`` steps as ``loop`` does, ``loop``'s own walk
+                # gave the tokens and exits: only the children whose byte differs are walked
+                level0 = live_exits.get(0)
+                if level0 is not None and differ:
+                    keep = mask_to_bools(differ)[level0[1]]
+                    if keep.any():
+                        rest = self._descend_root(trie, views, cid, loop, level0[0][keep], level0[1][keep], out)
+                        if rest is not None:
+                            pending[0] = [(rest[0], rest[1], cid)]
+            else:
+                for k, (e_nodes, e_byts) in live_exits.items():
+                    # an exit's path so far looped: below the root that is the loop configuration
+                    pending[k] = [(e_nodes, e_byts, cid if k == 0 else loop)]
         k = -1
         while k + 1 < trie.depth:
             k += 1
@@ -484,7 +508,180 @@ class TransitionTable:
             nodes = ranges(starts, counts)
             parents = np.repeat(expanded, counts)
             states = self.gather(parents, trie.level_byte[k + 1][nodes])
-        return (region if split else None, *out.result(trie))
+        return (region if split else None, *out.result(trie, raw=raw))
+
+    def _shared_differ(self, cid: int, loop: int, with_ends: bool) -> int | None:
+        """The root bytes ``cid`` steps otherwise than ``loop`` (0 where ``cid`` is the loop),
+        where the walk from ``cid`` may take the rest from ``loop``'s kept walk
+        (:meth:`_take_beyond_loop`); None where it walks every exit itself."""
+        if with_ends or not self._shared_loop_exits:
+            return None
+        if loop == cid:
+            # a loop's own walk takes a kept walk only where a walk one byte before it made one
+            return 0 if (loop, self._exits_met is not None) in self._beyond else None
+        found = self._before_loop.get(cid)
+        return None if not found else found[1]
+
+    def _take_beyond_loop(self, trie: TokenTrie, loop: int, differ: int, out: _Pieces) -> bool:
+        """Add to ``out`` (and to the exits met, in a relative walk) the tokens and exits that the
+        walk from ``loop`` finds beyond its loop region, less those under the root children
+        whose bytes are in ``differ``; False where that walk is not kept (over the bound).
+
+        Exact: the tokens (and returns into the hole) below a root child depend only on the
+        configuration its byte leads to, and below every child outside ``differ`` that is the
+        one ``loop`` leads to. The walk beyond the region of ``loop`` is the walk from its live
+        exits (level 0 stepped from ``loop`` itself, deeper ones from ``loop`` too: their path
+        looped), kept per loop configuration and walk kind (relative walks record exits)."""
+        found = self._beyond_loop(trie, loop)
+        if found is None:
+            return False
+        positions, exits = found
+        if differ:
+            root = trie.level_byte[0]
+            drop = np.flatnonzero(mask_to_bools(differ)[root])
+            starts, ends = trie.run_start[0][drop], trie.run_end[0][drop]
+            positions = positions[~_inside(positions, starts, ends)]
+            exits = {k: nodes[~_inside(trie.run_start[k][nodes], starts, ends)] for k, nodes in exits.items()}
+        if positions.size:
+            out.add_positions(positions, loop, _NO_SLACK)
+        met = self._exits_met
+        if met is not None:
+            met.extend((k, nodes) for k, nodes in exits.items() if nodes.size)
+        return True
+
+    def _descend_root(
+        self,
+        trie: TokenTrie,
+        views: list[LevelViews],
+        cid: int,
+        loop: int,
+        nodes: np.ndarray,
+        byts: np.ndarray,
+        out: _Pieces,
+    ) -> tuple[np.ndarray, np.ndarray] | None:
+        """The root children ``nodes`` (bytes ``byts``) that ``cid`` steps otherwise than
+        ``loop``: each whose byte loops in ``loop`` is descended (:meth:`_descend`); returns the
+        others, for the walk to step from ``cid`` (None: none left)."""
+        region = self._loop_region(loop, trie)
+        found = self._beyond.get((loop, self._exits_met is not None))
+        if region is None or found is None:  # pragma: no cover - kept by the walk at the root
+            return nodes, byts
+        rest = []
+        base = cid * 256
+        for i, (node, byte) in enumerate(zip(nodes.tolist(), byts.tolist())):
+            state = self._flat[base + byte]  # the row of ``cid`` is complete (its region's check)
+            if not self._descend(trie, views, (region.positions, *found), 0, node, byte, state, loop, out):
+                rest.append(i)
+        if not rest:
+            return None
+        return nodes[rest], byts[rest]
+
+    def _descend(
+        self,
+        trie: TokenTrie,
+        views: list[LevelViews],
+        kept: tuple[np.ndarray, np.ndarray, dict[int, np.ndarray]],
+        k: int,
+        node: int,
+        byte: int,
+        state: int,
+        loop: int,
+        out: _Pieces,
+    ) -> bool:
+        """Below ``node`` (level ``k``, reached by bytes that all loop in ``loop``, with its own
+        last byte ``byte``) the walk is in ``state``, where ``loop``'s walk is in ``loop``: add
+        what ``loop``'s kept walk found under the children that ``state`` steps as ``loop`` does
+        (the region's tokens and the kept tokens and exits beyond it), descend into the
+        differing children whose byte loops too, and leave the rest to the walk at level
+        ``k + 1`` with their configurations (``out.direct``). False (nothing added) where
+        ``byte`` does not loop in ``loop``, ``state`` is dead or a return into the hole, or
+        steps more than ``tuning.sparse_live`` bytes otherwise than ``loop``: the walk steps
+        ``node`` itself.
+
+        Exact for the reason a kept walk is (what lies below a node depends only on the
+        configuration there): the node's own tokens are accepted from both (both are live),
+        and below every child outside the differing bytes both walks are in one configuration."""
+        if state == DEAD or self._flat[loop * 256 + byte] != loop or self._unmark(state) != state:
+            return False
+        differ = self._differ_bytes(state, loop)
+        if len(differ) > self._sparse_live:
+            return False
+        cut_starts: list[int] = []
+        cut_ends: list[int] = []
+        if k + 1 < len(views):
+            v, nxt = views[k], views[k + 1]
+            first = v.child_start[node]
+            end = first + v.child_count[node]
+            base = state * 256
+            lo = first
+            for b in differ:
+                lo = bisect_left(nxt.byte, b, lo, end)
+                if lo == end:
+                    break
+                if nxt.byte[lo] != b:
+                    continue
+                cut_starts.append(nxt.run_start[lo])
+                cut_ends.append(nxt.run_end[lo])
+                after = self._flat[base + b]
+                if after != DEAD and not self._descend(trie, views, kept, k + 1, lo, b, after, loop, out):
+                    out.direct.setdefault(k + 1, []).append((lo, after, state))
+        keep_starts = [views[k].run_start[node]] + cut_ends
+        keep_ends = cut_starts + [views[k].run_end[node]]
+        in_region, positions, exits = kept
+        bounds = np.asarray(keep_starts + keep_ends)
+        n = len(keep_starts)
+        for part in (in_region, positions):
+            at = np.searchsorted(part, bounds).tolist()
+            for i, j in zip(at[:n], at[n:]):
+                if j > i:
+                    out.add_positions(part[i:j], loop, _NO_SLACK)
+        met = self._exits_met
+        if met is not None and exits:
+            starts, ends = np.asarray(keep_starts), np.asarray(keep_ends)
+            for level, nodes in exits.items():
+                if level > k:
+                    inside = nodes[_inside(trie.run_start[level][nodes], starts, ends)]
+                    if inside.size:
+                        met.append((level, inside))
+        return True
+
+    def _differ_bytes(self, state: int, loop: int) -> list[int]:
+        """The bytes ``state`` steps otherwise than ``loop``, ascending (``state``'s row filled;
+        ``loop``'s is, by its region)."""
+        self._grow()
+        row = self.rows[state]
+        if (row == UNKNOWN).any():
+            self._fill_row(state)
+            row = self.rows[state]
+        return np.flatnonzero(row != self.rows[loop]).tolist()  # type: ignore[no-any-return]
+
+    def _beyond_loop(self, trie: TokenTrie, loop: int) -> tuple[np.ndarray, dict[int, np.ndarray]] | None:
+        """The positions (in ``trie.sorted_ids``) of the tokens the walk from ``loop`` accepts
+        beyond its loop region, and the exits that walk met per level (in a relative walk;
+        none otherwise), kept within ``tuning.loop_exit_memo_bytes``; None past the bound."""
+        relative = self._exits_met is not None
+        key = (loop, relative)
+        found = self._beyond.get(key)
+        if found is not None:
+            return found
+        if self._beyond_bytes >= self._beyond_max:
+            return None
+        region = self._loop_region(loop, trie)
+        if region is None:  # pragma: no cover - the region the walk was entering
+            return None
+        entries = {k: [(nodes, byts, loop)] for k, (nodes, byts) in self._live_exits(region, loop, loop).items()}
+        outer = self._exits_met
+        self._exits_met = met = [] if relative else None
+        try:
+            _, positions, _, _ = self._walk(loop, trie, with_ends=False, split=False, entries=entries, raw=True)
+        finally:
+            self._exits_met = outer
+        exits = {k: nodes for k, (nodes, _) in self._exits_of(met, trie).items()} if met else {}
+        # ascending: a descent below a root child (:meth:`_descend`) takes slices of them
+        found = (np.sort(positions).astype(np.int32), exits)
+        self._beyond[key] = found
+        self._beyond_bytes += found[0].nbytes + sum(nodes.nbytes for nodes in exits.values()) + 64
+        return found
 
     def _exits_python(self, batch: list[tuple[np.ndarray, np.ndarray, int]]) -> list[tuple[int, int, int]]:
         """The live ones of a few region exits as ``(node, state, parent)``, stepped in Python."""
@@ -1085,7 +1282,9 @@ class _Pieces:
             self.ends.append(np.asarray(ends, dtype=np.int32))
             self.slacks.append(np.asarray(slacks, dtype=np.int32))
 
-    def result(self, trie: TokenTrie) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def result(self, trie: TokenTrie, *, raw: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The accepted tokens' ids (with ``raw``: their positions in ``trie.sorted_ids``), end
+        configurations and slacks (empty without ``with_ends``)."""
         if self.py_starts:
             if sum(self.py_counts) <= self.small_result:
                 self._add_py_runs()
@@ -1099,7 +1298,10 @@ class _Pieces:
         empty = np.zeros(0, dtype=np.int32)
         if not self.runs:
             return empty, empty, empty
-        ids = trie.sorted_ids[self.runs[0] if len(self.runs) == 1 else np.concatenate(self.runs)]
+        positions = self.runs[0] if len(self.runs) == 1 else np.concatenate(self.runs)
+        if raw:
+            return positions, empty, empty
+        ids = trie.sorted_ids[positions]
         if ids.size == 0 or not self.with_ends:
             return ids, empty, empty
         ends = self.ends[0] if len(self.ends) == 1 else np.concatenate(self.ends)
@@ -1111,3 +1313,10 @@ class _Pieces:
                 slack = slack.copy()
                 slack[short] = self.tail_missing[ids[short]]
         return ids, ends, slack
+
+
+def _inside(values: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Whether each of ``values`` lies in one of the ranges ``[starts[i], ends[i])`` (disjoint,
+    ascending)."""
+    at = np.searchsorted(starts, values, side="right") - 1
+    return (at >= 0) & (values < ends[np.maximum(at, 0)])
