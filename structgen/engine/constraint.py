@@ -711,6 +711,7 @@ class Constraint:
         system = self._system
         return (
             self._table.rows.nbytes
+            + self._table.memo_bytes
             + self._mask_pool.nbytes
             + len(self._masks) * MASK_ENTRY_BYTES
             + sum(source.nbytes() for source in self.mask_sources)

@@ -103,6 +103,12 @@ class TransitionTable:
         self._beyond_bytes = 0
         self._beyond_max = tuning.loop_exit_memo_bytes
 
+    @property
+    def memo_bytes(self) -> int:
+        """Bytes the kept walks beyond loop regions hold (``tuning.loop_exit_memo_bytes`` bounds
+        them)."""
+        return self._beyond_bytes
+
     def _grow(self) -> None:
         need = len(self.system.configs)
         if need <= self.rows.shape[0]:
