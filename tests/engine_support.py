@@ -124,6 +124,16 @@ def load_vocab(name: str):  # type: ignore[no-untyped-def]
     return Vocab.from_gguf(path)
 
 
+def byte_tokens(vocab) -> dict[int, int]:  # type: ignore[no-untyped-def]
+    """A text token of each single byte (every byte-level vocabulary has them)."""
+    out: dict[int, int] = {}
+    for tid in range(vocab.n_tokens):
+        b = vocab.token_bytes(tid)
+        if len(b) == 1 and vocab.is_text[tid]:
+            out.setdefault(b[0], tid)
+    return out
+
+
 def greedy_tokens(vocab, text: bytes) -> list[int]:  # type: ignore[no-untyped-def]
     """Longest-match tokenization (tokens may cross grammar terminal boundaries, as real ones do)."""
     index = _text_index(vocab)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from engine_support import greedy_tokens, load_vocab
+from engine_support import byte_tokens, greedy_tokens, load_vocab
 
 from structgen import Grammar
 from structgen.engine import Constraint
@@ -52,15 +52,6 @@ def _budget_figures(c: Constraint, cid: int) -> tuple[np.ndarray, np.ndarray]:
     return ids[order], need[order]
 
 
-def _byte_tokens(vocab) -> dict[int, int]:  # type: ignore[no-untyped-def]
-    """A text token of each single byte (every byte-level vocabulary has them)."""
-    out: dict[int, int] = {}
-    for tid in range(vocab.n_tokens):
-        b = vocab.token_bytes(tid)
-        if len(b) == 1 and vocab.is_text[tid]:
-            out.setdefault(b[0], tid)
-    return out
-
 
 @pytest.mark.parametrize("vocab_name", ["llama-bpe", "llama-spm"])
 @pytest.mark.parametrize(("lo", "hi"), [(0, 12), (5, 9)])
@@ -71,7 +62,7 @@ def test_counted_masks_inside_a_begun_unit_equal_walks(vocab_name: str, lo: int,
     from structgen.schema import json_schema_to_grammar
 
     vocab = load_vocab(vocab_name)
-    singles = _byte_tokens(vocab)
+    singles = byte_tokens(vocab)
     grammar = json_schema_to_grammar(
         {"type": "object", "properties": {"s": {"type": "string", "minLength": lo, "maxLength": hi}}, "required": ["s"]}
     )
@@ -128,7 +119,7 @@ def test_exact_counts_equal_walks(vocab_name: str) -> None:
     from structgen.schema import json_schema_to_grammar
 
     vocab = load_vocab(vocab_name)
-    singles = _byte_tokens(vocab)
+    singles = byte_tokens(vocab)
     schema = {
         "type": "object",
         "properties": {

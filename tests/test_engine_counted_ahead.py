@@ -11,7 +11,7 @@ import json
 
 import numpy as np
 import pytest
-from engine_support import load_vocab
+from engine_support import byte_tokens, load_vocab
 
 from structgen.engine import Constraint
 from structgen.engine.ahead import CompileReport
@@ -29,13 +29,6 @@ AHEAD_ONLY = EngineLimits(aot_max_configs=0, aot_max_positions=5000, aot_budget_
 CHARS = ["a", "\\n", "\\u00e9", "\u00e9", "\u4e2d", "\U0001f600", "\\\\", "b", "\\ud83d\\ude00", "c"]
 
 
-def _byte_tokens(vocab) -> dict[int, int]:  # type: ignore[no-untyped-def]
-    out: dict[int, int] = {}
-    for tid in range(vocab.n_tokens):
-        b = vocab.token_bytes(tid)
-        if len(b) == 1 and vocab.is_text[tid]:
-            out.setdefault(b[0], tid)
-    return out
 
 
 def _schema(keys: int, max_length: int) -> dict[str, object]:
@@ -69,7 +62,7 @@ def test_aot_prepares_every_count_inside_a_begun_unit(keys: int, max_length: int
     assert report.counted_bases > 0, report.describe()
     cm = aot._counted_masks
     bases, words = set(cm._bases), set(cm._words)
-    singles = _byte_tokens(vocab)
+    singles = byte_tokens(vocab)
     text = _text(keys, max_length)
     s_aot, s_lazy = aot.start(), lazy.start()
     counted = 0

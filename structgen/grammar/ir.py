@@ -189,6 +189,17 @@ class Ref(Node):
         return f"Ref({self.name!r})"
 
 
+def _set_items(node: Node, tag: str, items: Iterable[Node]) -> None:
+    """Set a sequence's or choice's ``items`` and its hash, the value ``_cached_hash`` gives,
+    from the parts' cached hashes (every node kind has one)."""
+    items = items if type(items) is tuple else tuple(items)
+    _set(node, "items", items)  # frozen (not through __dict__: that would give each node a dict)
+    try:
+        _set(node, "_hash", hash((tag, *[i._hash for i in items])))
+    except AttributeError:  # a part that is not a node: hashed as it hashes
+        _set(node, "_hash", hash((tag, *map(hash, items))))
+
+
 @dataclass(frozen=True, eq=True, repr=False)
 class Seq(Node):
     """Concatenation; ``Seq(())`` matches the empty string."""
@@ -199,13 +210,7 @@ class Seq(Node):
     def __init__(self, items: Iterable[Node]) -> None:
         # written out (the dataclass keeps it): the most built node kinds of a translation,
         # and the generated __init__ with its __post_init__ cost a third of a node's making
-        items = items if type(items) is tuple else tuple(items)
-        _set(self, "items", items)  # frozen (not through __dict__: that would give each node a dict)
-        # the value _cached_hash gives, from the parts' cached hashes (every node kind has one)
-        try:
-            _set(self, "_hash", hash(("Seq", *[i._hash for i in items])))
-        except AttributeError:  # a part that is not a node: hashed as it hashes
-            _set(self, "_hash", hash(("Seq", *map(hash, items))))
+        _set_items(self, "Seq", items)
 
     def __hash__(self) -> int:
         return self._hash
@@ -230,13 +235,7 @@ class Alt(Node):
     def __init__(self, items: Iterable[Node]) -> None:
         # written out (the dataclass keeps it): the most built node kinds of a translation,
         # and the generated __init__ with its __post_init__ cost a third of a node's making
-        items = items if type(items) is tuple else tuple(items)
-        _set(self, "items", items)  # frozen (not through __dict__: that would give each node a dict)
-        # the value _cached_hash gives, from the parts' cached hashes (every node kind has one)
-        try:
-            _set(self, "_hash", hash(("Alt", *[i._hash for i in items])))
-        except AttributeError:  # a part that is not a node: hashed as it hashes
-            _set(self, "_hash", hash(("Alt", *map(hash, items))))
+        _set_items(self, "Alt", items)
 
     def __hash__(self) -> int:
         return self._hash
