@@ -25,7 +25,7 @@ def test_lazy_and_aot_digests_agree(tmp_path: Path) -> None:
     for mode, out in (("lazy", lazy), ("aot", aot)):
         done = run("--maskbench", "3", "--mode", mode, "--out", str(out))
         if "asset" in done.stdout + done.stderr and done.returncode != 0:
-            pytest.skip("the llama-bpe vocabulary asset is missing")
+            pytest.skip("the llama-bpe vocabulary asset is missing: run `make assets`")
         assert done.returncode == 0, done.stderr[-2000:]
     digests = json.loads(lazy.read_text())["digests"]
     if not digests:

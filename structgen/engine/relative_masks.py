@@ -92,15 +92,15 @@ class RelativeMasks:
             found = self.walk(rel)
             self.relative.put(rel, found)
         words, exits = found
+        tail = system.config([parent])
         caller_words = None
         if not split and self._store.nullable[top]:
             # The top may end before the token's first byte: those tokens are the caller's own
             # (the configuration steps as the union of [P, top] reading and [P] reading), whose
             # mask the pipeline has, where the exits at the root would walk them again.
             exits = {k: v for k, v in exits.items() if k != 0}
-            caller_words = self._mask_of(system.config([parent]))
+            caller_words = self._mask_of(tail)
         if exits:
-            tail = system.config([parent])
             exits = self.exits_into(exits, tail)
             if first and split and sum(nodes.size for nodes, _ in exits.values()) > self.tuning.split_exits:
                 # tokens reach the tail from many nodes: every top with this head would walk
