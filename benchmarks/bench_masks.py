@@ -146,6 +146,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         metavar="FIELD=VALUE",
         help="an EngineTuning field of the structgen engines (repeatable; true/false or an int)",
     )
+    p.add_argument(
+        "--limits",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="an EngineLimits field of the structgen engines (repeatable; an int, e.g. aot_max_configs=0)",
+    )
     a = p.parse_args(argv)
     if a.vocab is None:
         a.vocab = "llama-bpe" if a.stream else ",".join(ALL_VOCABS)
@@ -153,7 +160,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         a.engines = ",".join(STREAM_ENGINES if a.stream else ENGINES)
     if a.maskbench is None:
         a.maskbench = 0 if a.stream and a.schemas != "all" else 50
-    a.structgen_tuning = parse_tuning(p, a.tuning)
+    a.structgen_tuning = parse_fields(p, "--tuning", a.tuning)
+    a.structgen_limits = parse_fields(p, "--limits", a.limits)
     known = STREAM_ENGINES if a.stream else ENGINES
     for e in a.engines.split(","):
         if e and e not in known:
@@ -166,10 +174,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return a
 
 
-def parse_tuning(p: argparse.ArgumentParser, items: list[str]) -> dict[str, bool | int]:
-    """``FIELD=VALUE`` pairs as EngineTuning keyword arguments (checked by building one)."""
+def parse_fields(p: argparse.ArgumentParser, flag: str, items: list[str]) -> dict[str, bool | int]:
+    """``FIELD=VALUE`` pairs as EngineTuning (``--tuning``) or EngineLimits (``--limits``)
+    keyword arguments, checked by building one."""
+    from structgen.engine.limits import EngineLimits
     from structgen.engine.tuning import EngineTuning
-    from structgen.errors import ConstraintError
+    from structgen.errors import StructgenError
 
     out: dict[str, bool | int] = {}
     for item in items:
@@ -177,9 +187,9 @@ def parse_tuning(p: argparse.ArgumentParser, items: list[str]) -> dict[str, bool
         value = {"true": True, "false": False}.get(text.lower())
         out[name] = value if value is not None else int(text) if text.lstrip("-").isdigit() else text  # type: ignore[assignment]
     try:
-        EngineTuning(**out)
-    except (TypeError, ConstraintError) as e:
-        p.error(f"--tuning: {e}")
+        (EngineTuning if flag == "--tuning" else EngineLimits)(**out)  # type: ignore[arg-type]
+    except (TypeError, StructgenError) as e:
+        p.error(f"{flag}: {e}")
     return out
 
 
@@ -222,6 +232,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "structgen_grammars": args.structgen_grammars,
         "structgen_mode": args.structgen_mode,
         "structgen_tuning": args.structgen_tuning,
+        "structgen_limits": args.structgen_limits,
         "tracemalloc": not args.no_tracemalloc,
         "hot": args.hot,
     }

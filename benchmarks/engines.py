@@ -201,11 +201,19 @@ class StructgenEngine:
     name = "structgen"
     spacings = SPACINGS
 
-    def __init__(self, grammar_source: str = "auto", mode: str = "lazy", tuning: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        grammar_source: str = "auto",
+        mode: str = "lazy",
+        tuning: dict[str, Any] | None = None,
+        limits: dict[str, Any] | None = None,
+    ) -> None:
         self.grammar_source = grammar_source
         self.mode = mode
         #: EngineTuning fields (``bench_masks.py --tuning``)
         self.tuning = dict(tuning or {})
+        #: EngineLimits fields (``bench_masks.py --limits``)
+        self.limits = dict(limits or {})
 
     def version(self) -> str:
         import subprocess
@@ -226,7 +234,7 @@ class StructgenEngine:
             rev = "?"
         here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         where = "" if os.path.samefile(root, here) else f", from {root}"
-        tuned = "".join(f", {k}={v}" for k, v in sorted(self.tuning.items()))
+        tuned = "".join(f", {k}={v}" for k, v in sorted({**self.tuning, **self.limits}.items()))
         return f"git {rev} (mode={self.mode}, grammars={self.grammar_source}{where}{tuned})"
 
     def prepare(self, vd: VocabData) -> dict[str, float]:
@@ -249,12 +257,19 @@ class StructgenEngine:
 
     def compile(self, schema: Any) -> Any:
         from structgen.engine import Constraint
+        from structgen.engine.limits import EngineLimits
         from structgen.engine.tuning import EngineTuning
         from structgen.errors import StructgenError
 
         try:
             grammar = structgen_grammar(schema, self.grammar_source)
-            return Constraint.compile(grammar, self.vocab, mode=self.mode, tuning=EngineTuning(**self.tuning))
+            return Constraint.compile(
+                grammar,
+                self.vocab,
+                mode=self.mode,
+                tuning=EngineTuning(**self.tuning),
+                limits=EngineLimits(**self.limits),
+            )
         except (StructgenError, NotImplementedError) as e:
             raise CompileError(f"{type(e).__name__}: {e}") from None
 
@@ -537,10 +552,14 @@ def make_engine(name: str, options: dict[str, Any]) -> Any:
             options.get("structgen_grammars", "auto"),
             options.get("structgen_mode", "lazy"),
             options.get("structgen_tuning"),
+            options.get("structgen_limits"),
         )
     if name in ("structgen-lazy", "structgen-aot"):
         return StructgenEngine(
-            options.get("structgen_grammars", "auto"), name.removeprefix("structgen-"), options.get("structgen_tuning")
+            options.get("structgen_grammars", "auto"),
+            name.removeprefix("structgen-"),
+            options.get("structgen_tuning"),
+            options.get("structgen_limits"),
         )
     return {
         "xgrammar": XGrammarEngine,

@@ -250,6 +250,7 @@ def run_stream(args: Any, root: pathlib.Path) -> dict[str, Any]:
         "repo_root": str(root),
         "structgen_grammars": args.structgen_grammars,
         "structgen_tuning": args.structgen_tuning,
+        "structgen_limits": args.structgen_limits,
         "tracemalloc": False,
     }
     if args.structgen_from:

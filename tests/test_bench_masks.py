@@ -233,3 +233,16 @@ def test_ab_revisions_runs_both_revisions_in_fresh_processes() -> None:
     assert wrong.returncode != 0 and "no structgen package under /nonexistent" in wrong.stdout + wrong.stderr
     listed = subprocess.run(["git", "-C", str(repo), "worktree", "list"], capture_output=True, text=True).stdout
     assert "structgen-ab-" not in listed
+
+
+def test_tuning_and_limits_flags_are_checked_fields() -> None:
+    """``--tuning`` and ``--limits`` give EngineTuning and EngineLimits keyword arguments, each
+    checked by building one: an unknown field or a bad value stops the run before it starts."""
+    from benchmarks.bench_masks import parse_args
+
+    a = parse_args(["--stream", "--tuning", "stack_union=false", "--limits", "aot_max_configs=0"])
+    assert a.structgen_tuning == {"stack_union": False}
+    assert a.structgen_limits == {"aot_max_configs": 0}
+    for bad in (["--limits", "no_such_limit=1"], ["--limits", "aot_budget_ms=0"], ["--tuning", "no_such=1"]):
+        with pytest.raises(SystemExit):
+            parse_args(["--stream", *bad])
