@@ -160,6 +160,8 @@ class Constraint:
             raise ConstraintError(f"compile takes a Grammar, not {type(grammar).__name__}")
         if not isinstance(vocab, Vocab):
             raise ConstraintError(f"compile takes a Vocab, not {type(vocab).__name__}")
+        if issubclass(cls, DynamicConstraint) and mode != "lazy":
+            raise ConstraintError(f"a DynamicConstraint compiles lazily; for mode={mode!r} use Constraint.compile")
         if not isinstance(mode, str) or mode not in ("lazy", "aot"):
             raise ConstraintError(f"mode must be 'lazy' or 'aot', not {mode!r}")
         if not isinstance(limits, EngineLimits):
@@ -779,23 +781,8 @@ class DynamicConstraint(Constraint):
     time a request reaches them (``Constraint.compile(..., mode="lazy")`` gives one too). The
     same :class:`State` API and the same masks as a compiled :class:`Constraint`; for a schema
     used once, or until a compile ahead of time has finished (see
-    :mod:`structgen.constraint_cache`)."""
-
-    @classmethod
-    def compile(
-        cls,
-        grammar: Grammar,
-        vocab: Vocab,
-        *,
-        mode: str = "lazy",
-        limits: EngineLimits = DEFAULT_ENGINE_LIMITS,
-        complete: bool = False,
-        tuning: EngineTuning = DEFAULT_ENGINE_TUNING,
-    ) -> Constraint:
-        """Compile ``grammar`` for ``vocab`` lazily (``mode`` may only be ``"lazy"``)."""
-        if mode != "lazy":
-            raise ConstraintError(f"a DynamicConstraint compiles lazily; for mode={mode!r} use Constraint.compile")
-        return super().compile(grammar, vocab, mode="lazy", limits=limits, complete=complete, tuning=tuning)
+    :mod:`structgen.constraint_cache`). Its ``compile`` is :meth:`Constraint.compile`, which
+    refuses any ``mode`` but ``"lazy"`` for this class."""
 
 
 class State:
