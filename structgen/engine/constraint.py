@@ -24,7 +24,7 @@ from ..grammar import ir
 from ..grammar.grammar import Grammar
 from ..vocab import Vocab
 from .ahead import CompileReport, PositionMasks, compile_ahead
-from .arrays import unique_inverse
+from .arrays import fifo_put, unique_inverse
 from .budget_bound import CompletionBound
 from .configs import DEAD, ConfigSystem
 from .count_clamp import CountClamp, byte_limits_for
@@ -275,7 +275,7 @@ class Constraint:
         if self._liveness is not None:
             # filtered before it is cached: a reader outside the lock never sees the unfiltered mask
             words = self._live_words(cid, words)
-        self._remember_mask(cid, words)
+        fifo_put(self._masks, cid, words, self.limits.max_cached_masks)
         return words
 
     def _finish(self, cid: int, found: Answer) -> np.ndarray:
@@ -305,11 +305,6 @@ class Constraint:
                 else:
                     extra.append(aids)
         return extra
-
-    def _remember_mask(self, cid: int, words: np.ndarray) -> None:
-        if len(self._masks) >= self.limits.max_cached_masks:
-            self._masks.pop(next(iter(self._masks)))
-        self._masks[cid] = words
 
     def shortest(self, cid: int) -> int | None:
         """Bytes in the shortest completion from ``cid``, a token atom counted as one (None if
@@ -366,9 +361,7 @@ class Constraint:
                 short = np.asarray([_or_big(counter.tokens(int(u))) for u in uniq], dtype=np.int64)
                 need = short[inverse] if ids.size else np.zeros(0, dtype=np.int64)
             r = (ids, need)
-            if len(self._token_after) >= self.limits.max_cached_masks:
-                self._token_after.pop(next(iter(self._token_after)))
-            self._token_after[cid] = r
+            fifo_put(self._token_after, cid, r, self.limits.max_cached_masks)
         return r
 
     def _figures(self, cid: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -390,9 +383,7 @@ class Constraint:
         if r is None:
             twin = self._budget_clamp.config(cid)
             r = self._compute_figures(twin) if twin != cid else self._walk_figures(cid)
-            if len(self._after_cache) >= self.limits.max_cached_masks:
-                self._after_cache.pop(next(iter(self._after_cache)))
-            self._after_cache[cid] = r
+            fifo_put(self._after_cache, cid, r, self.limits.max_cached_masks)
         return r
 
     def _walk_figures(self, cid: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -477,9 +468,7 @@ class Constraint:
         top = memo.get(cid)
         if top is None:
             top = int(need.max(initial=-1))
-            if len(memo) >= self.limits.max_cached_masks:
-                memo.pop(next(iter(memo)), None)
-            memo[cid] = top
+            fifo_put(memo, cid, top, self.limits.max_cached_masks)
         return top
 
     def _bytes_bound_tokens(self) -> bool:
