@@ -1,4 +1,5 @@
-"""The engine's numpy helpers agree with numpy's own functions."""
+"""The engine's numpy helpers agree with numpy's own functions; its memo bound is first in, first
+out."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from structgen.engine.arrays import ranges, stable_order, unique, unique_inverse
+from structgen.engine.arrays import fifo_put, ranges, stable_order, unique, unique_inverse
 from structgen.engine.counters import UnitCounts, counted_base
 
 
@@ -18,6 +19,23 @@ def test_unique_matches_numpy(values: list[int]) -> None:
     assert np.array_equal(unique(a), want)
     assert np.array_equal(got, want)
     assert np.array_equal(got_inverse, want_inverse.reshape(-1))
+
+
+@given(st.lists(st.tuples(st.integers(0, 6), st.integers()), max_size=40), st.integers(1, 4))
+def test_fifo_put_keeps_the_newest_keys_within_its_bound(puts: list[tuple[int, int]], most: int) -> None:
+    """Against a model: keys in first-put order, the oldest forgotten when a new key would make
+    more than ``most``; putting a key held again replaces its value and forgets nothing."""
+    memo: dict[int, int] = {}
+    order: list[int] = []
+    values: dict[int, int] = {}
+    for key, value in puts:
+        fifo_put(memo, key, value, most)
+        if key not in order:
+            if len(order) >= most:
+                del values[order.pop(0)]
+            order.append(key)
+        values[key] = value
+        assert list(memo) == order and memo == values and len(memo) <= most
 
 
 @given(st.lists(st.tuples(st.integers(0, 50), st.integers(0, 5)), max_size=10))

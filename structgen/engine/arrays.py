@@ -1,8 +1,22 @@
-"""Small numpy helpers shared by the engine's vectorised walks."""
+"""Small helpers shared by the engine: numpy pieces of its vectorised walks, and the
+first-in-first-out bound of its memos."""
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 import numpy as np
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+def fifo_put(memo: dict[K, V], key: K, value: V, most: int) -> None:
+    """``memo[key] = value``, forgetting the oldest entry first where a new key would make more
+    than ``most`` (at least 1): the engine's memos are bounded by a count, first in, first out."""
+    if key not in memo and len(memo) >= most:
+        memo.pop(next(iter(memo)), None)  # None: a memo read without a lock may lose it first
+    memo[key] = value
 
 
 def mask_to_bools(mask: int) -> np.ndarray:

@@ -24,7 +24,7 @@ from ..grammar import ir
 from ..grammar.grammar import Grammar
 from ..vocab import Vocab
 from .ahead import CompileReport, PositionMasks, compile_ahead
-from .arrays import unique_inverse
+from .arrays import fifo_put, unique_inverse
 from .budget_bound import CompletionBound
 from .configs import DEAD, ConfigSystem
 from .count_clamp import CountClamp, byte_limits_for
@@ -160,6 +160,8 @@ class Constraint:
             raise ConstraintError(f"compile takes a Grammar, not {type(grammar).__name__}")
         if not isinstance(vocab, Vocab):
             raise ConstraintError(f"compile takes a Vocab, not {type(vocab).__name__}")
+        if issubclass(cls, DynamicConstraint) and mode != "lazy":
+            raise ConstraintError(f"a DynamicConstraint compiles lazily; for mode={mode!r} use Constraint.compile")
         if not isinstance(mode, str) or mode not in ("lazy", "aot"):
             raise ConstraintError(f"mode must be 'lazy' or 'aot', not {mode!r}")
         if not isinstance(limits, EngineLimits):
@@ -273,7 +275,7 @@ class Constraint:
         if self._liveness is not None:
             # filtered before it is cached: a reader outside the lock never sees the unfiltered mask
             words = self._live_words(cid, words)
-        self._remember_mask(cid, words)
+        fifo_put(self._masks, cid, words, self.limits.max_cached_masks)
         return words
 
     def _finish(self, cid: int, found: Answer) -> np.ndarray:
@@ -303,11 +305,6 @@ class Constraint:
                 else:
                     extra.append(aids)
         return extra
-
-    def _remember_mask(self, cid: int, words: np.ndarray) -> None:
-        if len(self._masks) >= self.limits.max_cached_masks:
-            self._masks.pop(next(iter(self._masks)))
-        self._masks[cid] = words
 
     def shortest(self, cid: int) -> int | None:
         """Bytes in the shortest completion from ``cid``, a token atom counted as one (None if
@@ -364,9 +361,7 @@ class Constraint:
                 short = np.asarray([_or_big(counter.tokens(int(u))) for u in uniq], dtype=np.int64)
                 need = short[inverse] if ids.size else np.zeros(0, dtype=np.int64)
             r = (ids, need)
-            if len(self._token_after) >= self.limits.max_cached_masks:
-                self._token_after.pop(next(iter(self._token_after)))
-            self._token_after[cid] = r
+            fifo_put(self._token_after, cid, r, self.limits.max_cached_masks)
         return r
 
     def _figures(self, cid: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -388,9 +383,7 @@ class Constraint:
         if r is None:
             twin = self._budget_clamp.config(cid)
             r = self._compute_figures(twin) if twin != cid else self._walk_figures(cid)
-            if len(self._after_cache) >= self.limits.max_cached_masks:
-                self._after_cache.pop(next(iter(self._after_cache)))
-            self._after_cache[cid] = r
+            fifo_put(self._after_cache, cid, r, self.limits.max_cached_masks)
         return r
 
     def _walk_figures(self, cid: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -475,9 +468,7 @@ class Constraint:
         top = memo.get(cid)
         if top is None:
             top = int(need.max(initial=-1))
-            if len(memo) >= self.limits.max_cached_masks:
-                memo.pop(next(iter(memo)), None)
-            memo[cid] = top
+            fifo_put(memo, cid, top, self.limits.max_cached_masks)
         return top
 
     def _bytes_bound_tokens(self) -> bool:
@@ -779,23 +770,8 @@ class DynamicConstraint(Constraint):
     time a request reaches them (``Constraint.compile(..., mode="lazy")`` gives one too). The
     same :class:`State` API and the same masks as a compiled :class:`Constraint`; for a schema
     used once, or until a compile ahead of time has finished (see
-    :mod:`structgen.constraint_cache`)."""
-
-    @classmethod
-    def compile(
-        cls,
-        grammar: Grammar,
-        vocab: Vocab,
-        *,
-        mode: str = "lazy",
-        limits: EngineLimits = DEFAULT_ENGINE_LIMITS,
-        complete: bool = False,
-        tuning: EngineTuning = DEFAULT_ENGINE_TUNING,
-    ) -> Constraint:
-        """Compile ``grammar`` for ``vocab`` lazily (``mode`` may only be ``"lazy"``)."""
-        if mode != "lazy":
-            raise ConstraintError(f"a DynamicConstraint compiles lazily; for mode={mode!r} use Constraint.compile")
-        return super().compile(grammar, vocab, mode="lazy", limits=limits, complete=complete, tuning=tuning)
+    :mod:`structgen.constraint_cache`). Its ``compile`` is :meth:`Constraint.compile`, which
+    refuses any ``mode`` but ``"lazy"`` for this class."""
 
 
 class State:

@@ -32,7 +32,7 @@ from functools import cached_property
 import numpy as np
 
 from .. import caches
-from .arrays import mask_to_bools, ranges, stable_order, unique
+from .arrays import fifo_put, mask_to_bools, ranges, stable_order, unique
 from .masks import LITTLE_ENDIAN, SPARSE_PACK, pack_ids
 from .terms import AND_K, HAS_POSS, HAS_SETOP, HAS_SYM, NOTHING, REPEAT_K, SEQ_K, TermStore, refine
 from .token_trie import TokenTrie
@@ -559,9 +559,7 @@ def _base_words(base: CountedBase, lo: int, big: int, width: int, tuning: Engine
     if memo is not None:
         words.flags.writeable = False
         with _counts_lock:
-            if len(memo) >= tuning.max_bounded_words:
-                memo.pop(next(iter(memo)), None)
-            memo[key] = words
+            fifo_put(memo, key, words, tuning.max_bounded_words)
     return words
 
 
@@ -584,9 +582,7 @@ def _part_words(
         if found is None:
             found = pack_ids(ids[a:b], width)
             with _counts_lock:
-                if len(base.slice_words) >= tuning.max_slice_words:
-                    base.slice_words.pop(next(iter(base.slice_words)), None)
-                base.slice_words[key] = found
+                fifo_put(base.slice_words, key, found, tuning.max_slice_words)
         return found  # only ever or-ed into a new mask: shared as it is
     full = base.full_words.get((part, width))
     if full is None:

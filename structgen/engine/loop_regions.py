@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..grammar.utf8 import utf8_sequences
-from .arrays import mask_to_bools, ranges, unique
+from .arrays import fifo_put, mask_to_bools, ranges, unique
 from .masks import pack_ids
 from .terms import FULL_MASK
 from .token_trie import TokenTrie
@@ -79,9 +79,7 @@ class LoopRegion:
 
     def remember(self, key: object, value: object) -> None:
         with _lock:
-            if len(self.derived) >= self.max_derived:
-                self.derived.pop(next(iter(self.derived)), None)
-            self.derived[key] = value
+            fifo_put(self.derived, key, value, self.max_derived)
 
     def without_children(self, trie: TokenTrie, differ: int) -> LoopRegion:
         """This region with the tokens and exits under the root children whose bytes are in
@@ -92,9 +90,7 @@ class LoopRegion:
         if found is None:
             found = self._without_children(trie, differ)
             with _lock:
-                if len(self.trimmed) >= self.max_trimmed:
-                    self.trimmed.pop(next(iter(self.trimmed)), None)
-                self.trimmed[differ] = found
+                fifo_put(self.trimmed, differ, found, self.max_trimmed)
         return found
 
     def _without_children(self, trie: TokenTrie, differ: int) -> LoopRegion:
@@ -203,9 +199,7 @@ def loop_region(
         if region is None:  # a token goes on inside a character with a byte none continues with
             region = loop_region(trie, loops, utf8, tuning=tuning)
         with _lock:
-            if len(cache) >= tuning.max_loop_regions:
-                cache.pop(next(iter(cache)))
-            cache[key] = region
+            fifo_put(cache, key, region, tuning.max_loop_regions)
     return region
 
 
@@ -358,9 +352,7 @@ class RunRegion:
                     nodes, byts = nodes[inside], byts[inside]
                 found[level] = (nodes, byts)
             with _lock:
-                if len(self._within) >= self.max_within:
-                    self._within.pop(next(iter(self._within)))
-                self._within[live] = found
+                fifo_put(self._within, live, found, self.max_within)
         return found
 
 
@@ -410,7 +402,5 @@ def run_region(
     positions = np.concatenate(runs) if runs else np.zeros(0, dtype=np.int64)
     found = RunRegion(positions, exits, exit_bytes, max_within=tuning.run_max_within)
     with _lock:
-        if len(cache) >= tuning.max_run_regions:
-            cache.pop(next(iter(cache)))
-        cache[key] = found
+        fifo_put(cache, key, found, tuning.max_run_regions)
     return found

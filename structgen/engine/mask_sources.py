@@ -16,8 +16,8 @@ switches and bounds from :class:`~structgen.engine.tuning.EngineTuning` and keep
 :class:`ByteMemo` tables under one :class:`ByteBudget`, which ``Constraint.memory_bytes`` counts.
 
 The three thinnest sources are here: count twins (count_clamp.py) and precomputed positions
-(ahead.py) hold their logic in their own modules, the union of stacks is a few lines. Counted repetitions are counted_masks.py, walks
-over the hole relative_masks.py.
+(ahead.py) hold their logic in their own modules, the union of stacks is a few lines. Counted
+repetitions are counted_masks.py, walks over the hole relative_masks.py.
 """
 
 from __future__ import annotations

@@ -54,6 +54,7 @@ from typing import Callable
 
 import numpy as np
 
+from .arrays import fifo_put
 from .configs import DEAD, ConfigSystem
 from .token_trie import TokenTrie
 
@@ -250,15 +251,11 @@ class TokenCounter:
             if nxt != DEAD and system.shortest(nxt) == left - 1:
                 result = (b, nxt)
                 break
-        if len(self._next) >= self._max_cached:
-            self._next.pop(next(iter(self._next)))
-        self._next[cid] = result
+        fifo_put(self._next, cid, result, self._max_cached)
         return result
 
     def _remember(self, cid: int, value: int | None) -> None:
-        if cid not in self._tokens and len(self._tokens) >= self._max_cached:
-            self._tokens.pop(next(iter(self._tokens)))
-        self._tokens[cid] = value
+        fifo_put(self._tokens, cid, value, self._max_cached)
 
 
 def multibyte_ends(
