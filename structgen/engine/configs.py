@@ -213,6 +213,33 @@ class ConfigSystem:
             out.update(self._step_stack(sid, symbol))
         return self.config(out) if out else DEAD
 
+    def step_bytes_each(self, cid: int, symbols: list[int]) -> list[int]:
+        """:meth:`step` from ``cid`` by each of ``symbols`` (bytes), in order: the row of a
+        configuration, one byte per class. One stack whose top neither calls nor returns on a
+        byte steps by its top's derivative alone, as :meth:`_step_stack` does, without a memo
+        entry (the configuration's row holds the result); a byte outside the top's first bytes
+        derives to NOTHING (``TermStore.first_bytes`` is a superset of the live ones)."""
+        stacks = self.configs[cid]
+        if len(stacks) != 1:
+            return [self.step(cid, b) for b in symbols]
+        sid = stacks[0]
+        parent, top = self.stack_parent[sid], self.stack_top[sid]
+        store = self.store
+        if store.flags[top] & HAS_SYM:
+            return [self.step(cid, b) for b in symbols]
+        live = store.first_bytes(top)
+        deriv, nullable_at = store.deriv, store.nullable_at
+        out: list[int] = []
+        for b in symbols:
+            if parent >= 0 and nullable_at(top, b):
+                out.append(self.step(cid, b))  # a return into the caller
+            elif not live >> b & 1:
+                out.append(DEAD)
+            else:
+                d = deriv(top, b)
+                out.append(self.config([self.stack(parent, d)]) if d != NOTHING else DEAD)
+        return out
+
     def step_bytes(self, cid: int, data: bytes, *, literal_runs: bool = True) -> int:
         """The configuration after ``data`` from ``cid`` (DEAD where a byte is refused): the
         stacks are stepped byte by byte, and only the configuration at the end is interned.
