@@ -225,6 +225,17 @@ class TransitionTable:
             out = self.rows[configs, byts]
         return out
 
+    def full_row(self, cid: int) -> np.ndarray:
+        """The byte row of ``cid`` with every transition computed (a view into the table: the
+        next configuration made may move it). Unlike :meth:`loop_sets`, no loop bits are made
+        and kept: a compile ahead asks for the row of every position to find its successors."""
+        self._grow()
+        row = self.rows[cid]
+        if (row == UNKNOWN).any():
+            self._fill_row(cid)
+            row = self.rows[cid]
+        return row
+
     def loop_sets(self, configs: np.ndarray) -> np.ndarray:
         """For each configuration, the bytes that lead back to it, as (n, 4) uint64 bit sets."""
         out = np.zeros((configs.size, 4), dtype=np.uint64)
