@@ -1,7 +1,8 @@
 """A configuration's byte row filled at once (``TransitionTable._fill_row``: the classes not
-filled yet stepped in one call, ``ConfigSystem.step_bytes_each``, and written with one numpy
-call) equals the row stepped byte by byte with ``ConfigSystem.step``, whatever classes a walk
-filled before (one by one, ``TransitionTable.step``)."""
+filled yet stepped in one call, ``ConfigSystem.step_bytes_each``, or the whole row in one pass
+over the configuration's frames, ``ConfigSystem.row_groups``, and written with one numpy call)
+equals the row stepped byte by byte with ``ConfigSystem.step``, whatever classes a walk filled
+before (one by one, ``TransitionTable.step``)."""
 
 from __future__ import annotations
 
@@ -74,9 +75,23 @@ def test_row_filled_at_once_equals_bytes_stepped(name: str, relative: bool, pick
     assert fresh.rows[cid].tolist() == [system.step(cid, b) for b in range(256)]
 
 
-def test_step_bytes_each_equals_step() -> None:
+def test_step_bytes_each_and_row_groups_equal_step() -> None:
+    one_pass = 0
     for name in GRAMMARS:
         system = _system(name)
         table = TransitionTable(system)
-        for cid in _reachable(system, table, system.start, 200):
-            assert system.step_bytes_each(cid, list(range(256))) == [system.step(cid, b) for b in range(256)]
+        starts = [system.start, system.relative(system.stack_top[system.configs[system.start][0]])]
+        for cid in sorted({c for s in starts for c in _reachable(system, table, s, 200)}):
+            stepped = [system.step(cid, b) for b in range(256)]
+            assert system.step_bytes_each(cid, list(range(256))) == stepped
+            groups = system.row_groups(cid)
+            if groups is None:
+                continue
+            one_pass += 1
+            covered = 0
+            for mask, target in groups:
+                assert mask and not covered & mask  # a partition of the bytes
+                covered |= mask
+                assert {stepped[b] for b in range(256) if mask >> b & 1} == {target}
+            assert covered == (1 << 256) - 1
+    assert one_pass > 100

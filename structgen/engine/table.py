@@ -326,6 +326,16 @@ class TransitionTable:
         stepped by its top's derivatives without a memo entry per byte) and the row is written
         with one numpy call, gathering a target per class through the partition's byte -> class
         index (one write per class cost a numpy call each: rows have 3-4 classes)."""
+        if cid not in self._classes:
+            # no class of the row filled yet: the whole row in one pass over the frames
+            groups = self.system.row_groups(cid)
+            if groups is not None:
+                self._grow()
+                self.filled += len(groups)
+                parts = self.system.store.shared_partition(tuple(g for g, _ in groups))
+                targets = np.asarray([t for _, t in groups], dtype=np.int32)
+                self.rows[cid] = targets[self._class_index(parts)]
+                return
         parts = self._class_parts(cid)
         if parts is not None:
             self._grow()
