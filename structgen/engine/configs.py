@@ -213,6 +213,115 @@ class ConfigSystem:
             out.update(self._step_stack(sid, symbol))
         return self.config(out) if out else DEAD
 
+    def step_bytes_each(self, cid: int, symbols: list[int]) -> list[int]:
+        """:meth:`step` from ``cid`` by each of ``symbols`` (bytes), in order: the row of a
+        configuration, one byte per class. One stack whose top neither calls nor returns on a
+        byte steps by its top's derivative alone, as :meth:`_step_stack` does, without a memo
+        entry (the configuration's row holds the result); a byte outside the top's first bytes
+        derives to NOTHING (``TermStore.first_bytes`` is a superset of the live ones)."""
+        stacks = self.configs[cid]
+        if len(stacks) != 1:
+            return [self.step(cid, b) for b in symbols]
+        sid = stacks[0]
+        parent, top = self.stack_parent[sid], self.stack_top[sid]
+        store = self.store
+        if store.flags[top] & HAS_SYM:
+            return [self.step(cid, b) for b in symbols]
+        live = store.first_bytes(top)
+        deriv, nullable_at = store.deriv, store.nullable_at
+        out: list[int] = []
+        for b in symbols:
+            if parent >= 0 and nullable_at(top, b):
+                out.append(self.step(cid, b))  # a return into the caller
+            elif not live >> b & 1:
+                out.append(DEAD)
+            else:
+                d = deriv(top, b)
+                out.append(self.config([self.stack(parent, d)]) if d != NOTHING else DEAD)
+        return out
+
+    def row_groups(self, cid: int) -> list[tuple[int, int]] | None:
+        """The byte row of ``cid`` in one pass over its frames: ``(bytes, target)`` pairs, the
+        bytes as 256-bit masks partitioning all 256 (DEAD where nothing reads them); what
+        :meth:`step` gives byte by byte. None where a frame reached before the byte is read has
+        a greedy lexeme (then calls and returns depend on the byte: step class by class).
+
+        Without greedy lexemes, which frames :meth:`_advance` visits (the calls a top starts
+        with, returns into the caller where it is nullable) does not depend on the byte, only
+        each frame's derivative does: the frames are found once (:meth:`_frames`), each derived
+        once per class of its own top (``TermStore.classes``; bytes outside its first bytes are
+        dead), and bytes are grouped by the stacks they lead to. No byte partition of the
+        configuration (:meth:`byte_classes`) is needed, nor a memo entry per byte."""
+        store = self.store
+        deriv, first_bytes, classes = store.deriv, store.first_bytes, store.classes
+        found: list[tuple[int, int]] = []  # (bytes, stack after them)
+        every: set[int] = set()  # stacks after any byte: the exit mark of a return into the hole
+        for sid in self.configs[cid]:
+            frames = self._frames(sid)
+            if frames is None:
+                return None
+            for parent, top in frames:
+                if parent == -2:
+                    every.add(self.exit_mark)
+                    continue
+                live = first_bytes(top)
+                for part in classes(top):
+                    part &= live
+                    if part:
+                        d = deriv(top, (part & -part).bit_length() - 1)
+                        if d != NOTHING:
+                            found.append((part, self.stack(parent, d)))
+        groups: list[tuple[int, set[int]]] = [(FULL_MASK, set(every))]
+        for mask, sid in found:
+            nxt: list[tuple[int, set[int]]] = []
+            for g, stacks in groups:
+                inside = g & mask
+                if not inside:
+                    nxt.append((g, stacks))
+                elif inside == g:
+                    stacks.add(sid)
+                    nxt.append((g, stacks))
+                else:
+                    nxt.append((inside, stacks | {sid}))
+                    nxt.append((g ^ inside, stacks))
+            groups = nxt
+        return [(g, self.config(stacks) if stacks else DEAD) for g, stacks in groups]
+
+    def _frames(self, sid: int) -> list[tuple[int, int]] | None:
+        """The ``(parent, top)`` frames :meth:`_advance` visits from stack ``sid`` for a byte
+        (each derived by it there; a parent of -2 is the return into the hole), where no top
+        visited has a greedy lexeme: then ``deriv_sym`` and ``nullable_at`` ignore the byte.
+        None otherwise."""
+        store = self.store
+        flags, nullable = store.flags, store.nullable
+        out: list[tuple[int, int]] = []
+        seen: set[tuple[int, int]] = set()
+        todo = [(self.stack_parent[sid], self.stack_top[sid], 0)]
+        while todo:
+            parent, top, depth = todo.pop()
+            if (parent, top) in seen:
+                continue
+            seen.add((parent, top))
+            out.append((parent, top))
+            if parent == -2:
+                continue
+            if flags[top] & HAS_POSS:
+                return None
+            if flags[top] & HAS_SYM:
+                for sym in store.first_syms(top):
+                    if not is_call(sym):
+                        continue
+                    cont = store.deriv_sym(top, sym, 0)  # the lookahead only matters under HAS_POSS
+                    if cont == NOTHING:
+                        continue
+                    caller = parent if cont == EMPTY else self.stack(parent, cont)
+                    if depth > len(self.m.body):  # pragma: no cover - left recursion is refused at build
+                        raise LimitError("call chain without input", limit="left_recursion")
+                    todo.append((caller, self.m.body[symbol_index(sym)], depth + 1))
+            if parent >= 0 and nullable[top]:
+                todo.append((self.stack_parent[parent], self.stack_top[parent], max(depth - 1, 0)))
+        return out
+
     def step_bytes(self, cid: int, data: bytes, *, literal_runs: bool = True) -> int:
         """The configuration after ``data`` from ``cid`` (DEAD where a byte is refused): the
         stacks are stepped byte by byte, and only the configuration at the end is interned.

@@ -550,8 +550,7 @@ class Constraint:
     def row(self, cid: int) -> np.ndarray:
         """The full byte-transition row of ``cid`` (computed where missing)."""
         with self._lock:
-            self._table.loop_sets(np.asarray([cid]))  # fills the whole row
-            return self._table.rows[cid].copy()
+            return self._table.full_row(cid).copy()
 
     def precompute(self, max_configs: int, *, until: float | None = None, max_bytes: int | None = None) -> int:
         """Explore configurations reachable from the start (breadth first, up to ``max_configs``,

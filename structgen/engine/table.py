@@ -38,6 +38,12 @@ _CLASS_BYTES: dict[int, np.ndarray] = {}
 caches.register_dict(
     "engine.class_bytes", _CLASS_BYTES, estimate="deep_bytes: at most 256 bytes each, so the count bounds the bytes"
 )
+#: Byte partitions' byte -> class index arrays (256 entries each), shared the same way; registered
+#: as ``engine.class_index``.
+_CLASS_INDEX: dict[tuple[int, ...], np.ndarray] = {}
+caches.register_dict(
+    "engine.class_index", _CLASS_INDEX, estimate="deep_bytes: 2 KB each, so the count bounds the bytes"
+)
 ASCII_BITS = (1 << 128) - 1
 #: the slack of positions a walk without end configurations adds (never read there)
 _NO_SLACK = np.zeros(0, dtype=np.int32)
@@ -193,6 +199,20 @@ class TransitionTable:
             _CLASS_BYTES[part] = r
         return r
 
+    def _class_index(self, parts: tuple[int, ...]) -> np.ndarray:
+        """Per byte, the index of its class in the partition ``parts`` (shared: configurations
+        repeat partitions, ``TermStore.shared_partition``)."""
+        r = _CLASS_INDEX.get(parts)
+        if r is None:
+            if len(_CLASS_INDEX) >= MAX_CLASS_ARRAYS:
+                _CLASS_INDEX.clear()
+            r = np.empty(256, dtype=np.intp)
+            for i, part in enumerate(parts):
+                r[self._bytes_of(part)] = i
+            r.flags.writeable = False
+            _CLASS_INDEX[parts] = r
+        return r
+
     def gather(self, configs: np.ndarray, byts: np.ndarray) -> np.ndarray:
         """``rows[configs, byts]`` with unknown transitions computed first."""
         out = self.rows[configs, byts]
@@ -204,6 +224,17 @@ class TransitionTable:
                     self._fill(key >> 8, key & 255)
             out = self.rows[configs, byts]
         return out
+
+    def full_row(self, cid: int) -> np.ndarray:
+        """The byte row of ``cid`` with every transition computed (a view into the table: the
+        next configuration made may move it). Unlike :meth:`loop_sets`, no loop bits are made
+        and kept: a compile ahead asks for the row of every position to find its successors."""
+        self._grow()
+        row = self.rows[cid]
+        if (row == UNKNOWN).any():
+            self._fill_row(cid)
+            row = self.rows[cid]
+        return row
 
     def loop_sets(self, configs: np.ndarray) -> np.ndarray:
         """For each configuration, the bytes that lead back to it, as (n, 4) uint64 bit sets."""
@@ -290,13 +321,41 @@ class TransitionTable:
         return r
 
     def _fill_row(self, cid: int) -> None:
+        """Compute every unknown transition of ``cid``. With byte classes, the classes not
+        filled yet are stepped in one call (``ConfigSystem.step_bytes_each``: one stack is
+        stepped by its top's derivatives without a memo entry per byte) and the row is written
+        with one numpy call, gathering a target per class through the partition's byte -> class
+        index (one write per class cost a numpy call each: rows have 3-4 classes)."""
+        if cid not in self._classes:
+            # no class of the row filled yet: the whole row in one pass over the frames
+            groups = self.system.row_groups(cid)
+            if groups is not None:
+                self._grow()
+                self.filled += len(groups)
+                parts = self.system.store.shared_partition(tuple(g for g, _ in groups))
+                targets = np.asarray([t for _, t in groups], dtype=np.int32)
+                self.rows[cid] = targets[self._class_index(parts)]
+                return
         parts = self._class_parts(cid)
         if parts is not None:
-            base = cid * 256
-            for part in parts:  # a partition of the bytes: the row is complete after it
+            self._grow()
+            flat, base = self._flat, cid * 256
+            targets: list[int] = []
+            missing: list[int] = []  # classes not filled yet (a walk fills classes one by one)
+            firsts: list[int] = []
+            for i, part in enumerate(parts):  # a partition of the bytes: the row is complete after it
                 b = (part & -part).bit_length() - 1
-                if base + b >= len(self._flat) or self._flat[base + b] == UNKNOWN:
-                    self._fill_part(cid, part, b)
+                t = flat[base + b]
+                if t == UNKNOWN:
+                    missing.append(i)
+                    firsts.append(b)
+                targets.append(t)
+            if missing:
+                for i, t in zip(missing, self.system.step_bytes_each(cid, firsts)):
+                    targets[i] = t
+                self._grow()  # the steps may have made configurations
+                self.filled += len(missing)
+                self.rows[cid] = np.asarray(targets, dtype=np.int32)[self._class_index(parts)]
             return
         for b in np.nonzero(self.rows[cid] == UNKNOWN)[0].tolist():
             if self.rows[cid, b] == UNKNOWN:
