@@ -4,7 +4,8 @@ analyses would find.
 ``declare_all_productive`` (schema/translate.py) tells the engine's lowering that every rule of a
 translated grammar derives a sentence, skipping the emptiness analysis, and the clean-up hands the
 grammar the recursive rules it found; here the analyses run anyway on ``schemas/`` and a
-MaskBench sample (both whitespace modes) and must agree. The clean-up's own shortcuts are
+MaskBench sample (both whitespace modes) and must agree, and so must the scans of rule bodies
+the clean-up hands the grammar. The clean-up's own shortcuts are
 compared with plain evaluations on hypothesis-built trees.
 """
 
@@ -22,9 +23,13 @@ from ir_strategies import ir_trees
 from structgen.errors import StructgenError
 from structgen.grammar import Grammar, ir
 from structgen.grammar.emptiness import _productive, productive_rules
+from structgen.grammar.grammar import scan_rule
 from structgen.grammar.graphs import nodes_on_cycles
 from structgen.schema import json_schema_to_grammar
 from structgen.schema import trim as trim_mod
+from structgen.schema.loader import Document
+from structgen.schema.options import make_options
+from structgen.schema.translate import _emit
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 MASKBENCH = "jsonschemabench/maskbench-data-full.tar.xz"
@@ -47,6 +52,15 @@ def _check(schema: object) -> None:
         graph = {name: sorted(ir.refs(body) & grammar.rules.keys()) for name, body in grammar.rules.items()}
         assert grammar.recursive_rules() == frozenset(nodes_on_cycles(graph))
         assert Grammar(dict(grammar.rules), grammar.start).recursive_rules() == grammar.recursive_rules()
+        # the bodies the clean-up scanned, against the grammar's own walk of them
+        assert Grammar(dict(grammar.rules), grammar.start).plain == grammar.plain
+        if whitespace == "compact":  # the translation's own emitted rules, trimmed again
+            opts = make_options(None, whitespace=whitespace)
+            _, em, start = _emit(Document.load(schema, opts), opts, pretty_depths=False, recursive=frozenset())
+            rules, _, scans = trim_mod.trim_rules(em.rules, start)
+            assert rules == dict(grammar.rules)
+            for name, (depth, refs, setops, plain) in scans.items():
+                assert (depth, set(refs), setops, plain) == scan_rule(rules[name])
 
 
 @pytest.mark.parametrize("name,schema", _named(), ids=[n for n, _ in _named()])

@@ -8,7 +8,7 @@ text dialects live in their own modules and are reached through the classmethods
 from __future__ import annotations
 
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import TYPE_CHECKING, AbstractSet, Any, Iterable, Mapping
 from typing import Literal as Lit
 
 from ..deadline import check_deadline
@@ -22,6 +22,9 @@ if TYPE_CHECKING:
     from .matcher import Matcher
 
 ExternKind = Lit["token", "grammar"]
+#: what validation finds in one rule body (:func:`scan_rule`): its depth, the rules it references,
+#: whether a set operation or lexeme lies outside a closed subtree, whether it is plain
+RuleScan = tuple[int, AbstractSet[str], bool, bool]
 
 
 class Grammar:
@@ -32,7 +35,9 @@ class Grammar:
     with :meth:`bind`: a ``token`` extern appears in bodies as ``Token(name=NAME)``, a ``grammar``
     extern as ``Ref(NAME)``. ``recursive`` names the rules on cycles of references where the
     builder found them already on these rules (the JSON Schema translator's clean-up); it is
-    trusted, not checked.
+    trusted, not checked. ``scans`` gives, for some rules, what :func:`scan_rule` says of their
+    bodies, where the builder walked these very bodies already (the same clean-up): trusted too,
+    and the rules it leaves out are walked here.
     """
 
     __slots__ = ("_rules", "_start", "_externs", "_hash", "_recursive", "_derived", "_plain")
@@ -45,6 +50,7 @@ class Grammar:
         externs: Mapping[str, ExternKind] | None = None,
         limits: GrammarLimits = DEFAULT_GRAMMAR_LIMITS,
         recursive: frozenset[str] | None = None,
+        scans: Mapping[str, RuleScan] | None = None,
     ) -> None:
         items = list(rules.items()) if isinstance(rules, Mapping) else list(rules)
         table: dict[str, ir.Node] = {}
@@ -63,7 +69,7 @@ class Grammar:
         self._recursive: frozenset[str] | None = recursive
         # data other modules derive from the grammar (matcher automata...), computed once
         self._derived: dict[str, Any] = {}
-        self._validate(limits)
+        self._validate(limits, scans or {})
 
     # -- identity -------------------------------------------------------------------------
 
@@ -106,7 +112,7 @@ class Grammar:
 
     # -- checks ---------------------------------------------------------------------------
 
-    def _validate(self, limits: GrammarLimits) -> None:
+    def _validate(self, limits: GrammarLimits, scans: Mapping[str, RuleScan]) -> None:
         if len(self._rules) > limits.max_rules:
             from ..errors import LimitError
 
@@ -118,7 +124,8 @@ class Grammar:
         plain_rules = True
         for name, body in self._rules.items():
             check_deadline()
-            depth, refs, setops, plain = _scan(body)
+            scan = scans.get(name)
+            depth, refs, setops, plain = scan_rule(body) if scan is None else scan
             plain_rules = plain_rules and plain
             if depth > limits.max_nesting:
                 from ..errors import LimitError
@@ -395,11 +402,11 @@ def bind_tokens(node: ir.Node, ids: Mapping[str, tuple[int, ...]]) -> ir.Node:
     return _transform(node, leaf)
 
 
-#: node kinds without children that are not references: :func:`_scan` does not enter them
+#: node kinds without children that are not references: :func:`scan_rule` does not enter them
 _PLAIN_LEAVES = frozenset({ir.Literal, ir.CharClass, ir.ByteClass, ir.Token})
 
 
-def _scan(body: ir.Node) -> tuple[int, set[str], bool, bool]:
+def scan_rule(body: ir.Node) -> tuple[int, set[str], bool, bool]:
     """(:func:`ir.depth` of ``body``, the rules it references, whether a set operation or a lexeme
     outside a closed subtree is in it, whether it is plain: no token atom, lexeme or set operation
     anywhere, closed subtrees included), in one iterative walk over its distinct inner nodes:

@@ -78,13 +78,15 @@ def _compile(schema: Any, opts: SchemaOptions) -> SchemaCompilation:
         recursive = frozenset(em1.name_handle[n] for n in rec_names if n in em1.name_handle)
     ctx, em, start = _emit(doc, opts, pretty_depths=pretty, recursive=recursive)
     check_deadline()
-    rules, recursive_rules = trim_rules(em.rules, start)
+    rules, recursive_rules, scans = trim_rules(em.rules, start)
     check_deadline()
     if not rules:
         kw, ptr = ctx.empty_reason or ("false", "")
         raise SchemaError("the schema accepts no JSON value", keyword=kw, pointer=ptr)
-    # the clean-up found the recursive rules already (tests compare them with the grammar's own)
-    grammar = Grammar(rules, start, limits=GrammarLimits(max_rules=max(opts.max_rules, 1)), recursive=recursive_rules)
+    # the clean-up found the recursive rules and walked most bodies already (tests compare both
+    # with the grammar's own)
+    limits = GrammarLimits(max_rules=max(opts.max_rules, 1))
+    grammar = Grammar(rules, start, limits=limits, recursive=recursive_rules, scans=scans)
     declare_all_productive(grammar)  # trim kept only productive rules
     return SchemaCompilation(
         grammar,

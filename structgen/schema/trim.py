@@ -17,6 +17,7 @@ from typing import Callable, NamedTuple
 from .. import caches
 from ..deadline import check_deadline
 from ..grammar import ir
+from ..grammar.grammar import RuleScan, scan_rule
 from ..grammar.graphs import nodes_on_cycles
 
 
@@ -176,11 +177,20 @@ _PLAIN_LEAVES = frozenset({ir.Literal, ir.CharClass, ir.ByteClass, ir.Token})
 _TREE_SLACK = 64
 #: every node kind without children
 _LEAVES = _PLAIN_LEAVES | {ir.Ref}
+#: the node kinds :func:`scan_rule` reports as set operations outside closed subtrees
+_SETOP_KINDS = frozenset({ir.Lexeme, ir.Difference, ir.Intersection})
 
 
 def _ref_counts(node: ir.Node) -> dict[str, int]:
     """How often each rule is referenced in the tree of ``node`` (a shared subtree counts once per
-    place it occurs), names in the order a left-to-right pre-order walk first meets them.
+    place it occurs), names in the order a left-to-right pre-order walk first meets them."""
+    return _walk(node)[0]
+
+
+def _walk(node: ir.Node) -> tuple[dict[str, int], RuleScan]:
+    """(:func:`_ref_counts` of ``node``, what :func:`scan_rule` says of it), in one walk: the grammar
+    built from the trimmed rules is given the scan of every body walked here and left unchanged,
+    instead of walking it again.
 
     Bodies are DAGs (format grammars share subtrees heavily): the walk expands the tree, which
     counts every place exactly, while it meets shared inner nodes again no more often than it
@@ -188,15 +198,22 @@ def _ref_counts(node: ir.Node) -> dict[str, int]:
     path counts are propagated over the distinct nodes instead of expanding the tree. Leaves
     other than references are not visited: they hold no reference, and sharing one changes no
     count. Both orders of first meeting are the same: a subtree met again holds no name not met
-    in it before."""
+    in it before. Along the expanded tree the depth is the deepest level met (a node with
+    children reaches one level below its own, leaves read from their parent)."""
     leaves = _PLAIN_LEAVES
+    setop_kinds = _SETOP_KINDS
+    closed_facts = ir.closed_facts
     out: dict[str, int] = {}
     seen: set[int] = set()
     again = 0  # inner nodes met again, expanded once more
-    stack = [node]
+    depth = 1
+    setops = False
+    plain = True  # no token atom, and closed subtrees plain
+    stack: list[tuple[ir.Node, int]] = [(node, 1)]  # (node, its level: the body's is 1)
     while stack:
-        n = stack.pop()
-        if n.__class__ is ir.Ref:
+        n, level = stack.pop()
+        cls = n.__class__
+        if cls is ir.Ref:
             out[n.name] = out.get(n.name, 0) + 1  # type: ignore[attr-defined]
             continue
         if id(n) in seen:
@@ -205,10 +222,31 @@ def _ref_counts(node: ir.Node) -> dict[str, int]:
                 break
         else:
             seen.add(id(n))
-        if not ir.is_closed(n):  # no Ref inside a closed subtree
-            stack.extend(c for c in reversed(n.children()) if c.__class__ not in leaves)
+        closed = closed_facts(n)
+        if closed is not None:  # no Ref inside, and its operands are regular
+            if level + closed.depth - 1 > depth:
+                depth = level + closed.depth - 1
+            plain = plain and closed.plain
+            continue
+        kids = n.children()
+        if not kids:  # the body itself a leaf, or an empty sequence or choice
+            if cls is ir.Token:
+                plain = False
+            continue
+        if level >= depth:
+            depth = level + 1
+        if cls in setop_kinds:
+            setops = True
+        inner = level + 1
+        for c in reversed(kids):
+            ccls = c.__class__
+            if ccls in leaves:
+                if ccls is ir.Token:
+                    plain = False
+                continue
+            stack.append((c, inner))
     else:
-        return out
+        return out, (depth, out.keys(), setops, plain and not setops)
     out.clear()
     preorder: list[ir.Node] = []
     postorder = _post_order_nodes(node, leaves, preorder)
@@ -223,7 +261,7 @@ def _ref_counts(node: ir.Node) -> dict[str, int]:
     for n in preorder:
         if isinstance(n, ir.Ref):
             out[n.name] = out.get(n.name, 0) + paths[id(n)]
-    return out
+    return out, scan_rule(node)
 
 
 def _post_order_nodes(node: ir.Node, leaves: frozenset[type], preorder: list[ir.Node]) -> list[ir.Node]:
@@ -362,6 +400,9 @@ class Trimmed(NamedTuple):
     #: the rules on cycles of references (the same on the rules before and after inlining: a
     #: rule inlined is on no cycle), None where the inliner did not run
     recursive: frozenset[str] | None
+    #: :func:`scan_rule` of the rules whose bodies the clean-up walked and left as they were (most:
+    #: inlining rewrites few), for the grammar built from them
+    scans: dict[str, RuleScan]
 
 
 def trim(rules: dict[str, ir.Node], start: str, *, inline_depth: int = 40, max_depth: int = 150) -> dict[str, ir.Node]:
@@ -373,12 +414,13 @@ def trim_rules(rules: dict[str, ir.Node], start: str, *, inline_depth: int = 40,
     """:func:`trim`, with the recursive rules where the inliner found them (a grammar built from
     the rules is given them instead of finding them again)."""
     refs: dict[str, dict[str, int]] = {}
+    scans: dict[str, RuleScan] = {}
     for name, body in rules.items():
         check_deadline()
-        refs[name] = _ref_counts(body)
+        refs[name], scans[name] = _walk(body)
     productive = productive_rules(rules, refs)
     if start not in productive:
-        return Trimmed({}, None)
+        return Trimmed({}, None, {})
     dead = set(rules) - productive
 
     def cut(n: ir.Node) -> ir.Node:
@@ -390,7 +432,7 @@ def trim_rules(rules: dict[str, ir.Node], start: str, *, inline_depth: int = 40,
             body = rules[name]
             if dead and any(r in dead for r in refs[name]):
                 body = _rebuild(body, cut)
-                refs[name] = _ref_counts(body)
+                refs[name], scans[name] = _walk(body)
             cleaned[name] = body
     # reachable, in breadth-first order from the start
     order = [start]
@@ -403,13 +445,19 @@ def trim_rules(rules: dict[str, ir.Node], start: str, *, inline_depth: int = 40,
                 order.append(r)
         i += 1
     cleaned = {name: cleaned[name] for name in order}
+    scans = {name: scans[name] for name in order}
     if len(cleaned) > INLINE_MAX_RULES:
-        return Trimmed(cleaned, None)
-    return _inline(cleaned, {n: refs[n] for n in order}, start, inline_depth, max_depth)
+        return Trimmed(cleaned, None, scans)
+    return _inline(cleaned, {n: refs[n] for n in order}, scans, start, inline_depth, max_depth)
 
 
 def _inline(
-    rules: dict[str, ir.Node], refs: dict[str, dict[str, int]], start: str, inline_depth: int, max_depth: int
+    rules: dict[str, ir.Node],
+    refs: dict[str, dict[str, int]],
+    scans: dict[str, RuleScan],
+    start: str,
+    inline_depth: int,
+    max_depth: int,
 ) -> Trimmed:
     count: dict[str, int] = {}
     for name in rules:
@@ -423,7 +471,7 @@ def _inline(
         if c == 1 and n != start and n not in recursive and n in rules and not _larger_than(rules[n], INLINE_MAX_NODES)
     }
     if not candidates:
-        return Trimmed(rules, recursive)
+        return Trimmed(rules, recursive, scans)
     order = _post_order(graph)
     final: dict[str, ir.Node] = {}
     depth_of: dict[str, int] = {}
@@ -434,15 +482,16 @@ def _inline(
         body = rules[name]
         subs = [r for r in refs[name] if r in candidates and depth_of.get(r, max_depth) <= inline_depth]
         if subs:
-            d0 = _depth(body, memo)
+            d0 = scans[name][0]  # the clean-up's walk measured this very body
             if d0 <= max_depth - inline_depth:
                 chosen = set(subs)
                 inlined.update(chosen)
                 body = _rebuild(body, lambda n: final[n.name] if isinstance(n, ir.Ref) and n.name in chosen else n)
         final[name] = body
         if name in candidates:
-            depth_of[name] = _depth(body, memo)
-    return Trimmed({name: final[name] for name in rules if name not in inlined}, recursive)
+            depth_of[name] = scans[name][0] if body is rules[name] else _depth(body, memo)
+    kept = {name: final[name] for name in rules if name not in inlined}
+    return Trimmed(kept, recursive, {name: scans[name] for name in kept if kept[name] is rules[name]})
 
 
 caches.register_dict("schema.trim.closed_productive", _CLOSED_PRODUCTIVE)
