@@ -38,8 +38,8 @@ def timed(before: Callable[[], Any], call: Callable[[], Any]) -> float:
 
 def structgen_case(vocab: Any, schema: Any, docs: list[bytes], rounds: int) -> dict[str, float]:
     import numpy as np
-
     from engine_support import greedy_tokens
+
     from structgen import Constraint, Grammar
 
     c = Constraint.compile(Grammar.from_json_schema(schema), vocab, mode="aot")

@@ -138,4 +138,5 @@ def test_count_bounds_are_those_of_every_count() -> None:
         }
         assert count_bounds(base, head, 100) == sorted(every), (lo, hi)
         assert count_bounds(base, head, len(every) - 1) is None
-    assert count_bounds(base, CountedHead(unit=0, lo=0, hi=10**6, rest=0), 32) == [(0, h) for h in range(7)]  # units 0-6
+    # units 0-6
+    assert count_bounds(base, CountedHead(unit=0, lo=0, hi=10**6, rest=0), 32) == [(0, h) for h in range(7)]
