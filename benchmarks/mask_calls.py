@@ -64,7 +64,11 @@ def parse_tuning(items: list[str]) -> dict[str, bool | int]:
 
 
 def count(
-    names: list[str], vocab_name: str, tuning: dict[str, bool | int], mode: str, maskbench: int
+    names: list[str],
+    vocab_name: str,
+    tuning: dict[str, bool | int] | None = None,
+    mode: str = "lazy",
+    maskbench: int = 0,
 ) -> dict[str, dict[str, int]]:
     """Calls per schema of the working tree's (or the ``--root``'s) structgen."""
     import numpy as np
@@ -94,7 +98,7 @@ def count(
         if mode == "aot":
             sys.setprofile(profile)
         grammar = Grammar.from_json_schema(case.schema)
-        constraint = Constraint.compile(grammar, vocab, tuning=EngineTuning(**tuning), mode=mode)  # type: ignore[arg-type]
+        constraint = Constraint.compile(grammar, vocab, tuning=EngineTuning(**(tuning or {})), mode=mode)  # type: ignore[arg-type]
         sys.setprofile(None)
         compiled = counts["call"] + counts["c_call"]
         counts["call"] = counts["c_call"] = 0
