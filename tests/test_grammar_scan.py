@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from ir_strategies import ir_trees
 
 from structgen.grammar import ir
-from structgen.grammar.grammar import scan_rule as _scan
+from structgen.grammar.rule_scan import scan_rule as _scan
 from structgen.schema import trim as trim_mod
 
 _closed_part = ir.mark_closed(ir.seq(ir.lit("k"), ir.alt(ir.char((0x30, 0x39)), ir.lit("z")), ir.lit("!")))

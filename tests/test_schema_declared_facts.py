@@ -23,8 +23,8 @@ from ir_strategies import ir_trees
 from structgen.errors import StructgenError
 from structgen.grammar import Grammar, ir
 from structgen.grammar.emptiness import _productive, productive_rules
-from structgen.grammar.grammar import scan_rule
 from structgen.grammar.graphs import nodes_on_cycles
+from structgen.grammar.rule_scan import scan_rule
 from structgen.schema import json_schema_to_grammar
 from structgen.schema import trim as trim_mod
 from structgen.schema.loader import Document

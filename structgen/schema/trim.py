@@ -17,8 +17,8 @@ from typing import Callable, NamedTuple
 from .. import caches
 from ..deadline import check_deadline
 from ..grammar import ir
-from ..grammar.grammar import RuleScan, scan_rule
 from ..grammar.graphs import nodes_on_cycles
+from ..grammar.rule_scan import PLAIN_LEAVES, RuleScan, scan_rule
 
 
 def _rebuild(node: ir.Node, leaf: Callable[[ir.Node], ir.Node]) -> ir.Node:
@@ -28,7 +28,7 @@ def _rebuild(node: ir.Node, leaf: Callable[[ir.Node], ir.Node]) -> ir.Node:
     Shared subtrees (format grammars share most of theirs) are rebuilt once; closed ones (no
     ``Ref``, :func:`ir.mark_closed`) are kept without a look inside, and so are leaves other than
     references, which ``leaf`` keeps: they are read from their parent, not visited."""
-    plain = _PLAIN_LEAVES
+    plain = PLAIN_LEAVES
     done: dict[int, ir.Node] = {}
     stack: list[tuple[ir.Node, bool]] = [(node, False)]
     while stack:
@@ -169,14 +169,11 @@ def _remember_closed(n: ir.Node, v: bool) -> None:
         _CLOSED_PRODUCTIVE[id(n)] = (n, v)
 
 
-#: node kinds without children that are not references: the walks for references step over them
-#: (a translated grammar's nodes are nearly half literals)
-_PLAIN_LEAVES = frozenset({ir.Literal, ir.CharClass, ir.ByteClass, ir.Token})
 #: inner nodes :func:`_ref_counts` may meet again beyond the number of distinct ones before it
 #: counts paths instead of expanding the tree
 _TREE_SLACK = 64
 #: every node kind without children
-_LEAVES = _PLAIN_LEAVES | {ir.Ref}
+_LEAVES = PLAIN_LEAVES | {ir.Ref}
 #: the node kinds :func:`scan_rule` reports as set operations outside closed subtrees
 _SETOP_KINDS = frozenset({ir.Lexeme, ir.Difference, ir.Intersection})
 
@@ -200,7 +197,7 @@ def _walk(node: ir.Node) -> tuple[dict[str, int], RuleScan]:
     count. Both orders of first meeting are the same: a subtree met again holds no name not met
     in it before. Along the expanded tree the depth is the deepest level met (a node with
     children reaches one level below its own, leaves read from their parent)."""
-    leaves = _PLAIN_LEAVES
+    leaves = PLAIN_LEAVES
     setop_kinds = _SETOP_KINDS
     closed_facts = ir.closed_facts
     out: dict[str, int] = {}
