@@ -89,3 +89,14 @@ def test_declared_leap_second_facts_equal_walked_facts() -> None:
         assert declared is not None
         walked = unmarked(lambda hour=hour: ir.facts_of(hour))  # type: ignore[misc]
         assert declared == walked
+
+
+def test_declared_facts_are_kept_when_the_marks_are_full() -> None:
+    """A process that marked ``MAX_CLOSED`` subtrees already (a server after many schemas) still
+    keeps the facts a builder declares: the oldest mark is forgotten, as ``mark_closed`` does.
+    Before, a full table refused them, and date-time's leap-second hours were walked again."""
+    for i in range(ir.MAX_CLOSED + 8):
+        ir.mark_closed(ir.alt(ir.Literal(b"x%d" % i), ir.Literal(b"zz")))
+    assert len(ir._CLOSED) >= ir.MAX_CLOSED
+    for hour in format_datetime.leap_second_times().children():
+        assert ir.closed_facts(hour) is not None

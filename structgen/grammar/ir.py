@@ -512,13 +512,19 @@ def mark_closed(root: Node, *, known_closed: bool = False) -> Node:
     _closed_facts(root, facts)
     for n in (root, *root.children()):
         if n.children() and id(n) not in _CLOSED:
-            if len(_CLOSED) >= MAX_CLOSED:
-                try:  # the oldest entry; another thread may have removed it first
-                    del _CLOSED[next(iter(_CLOSED))]
-                except (KeyError, RuntimeError, StopIteration):
-                    pass
-            _CLOSED[id(n)] = (n, ClosedFacts(*facts[id(n)]))
+            _remember_closed(n, ClosedFacts(*facts[id(n)]))
     return root
+
+
+def _remember_closed(node: Node, facts: ClosedFacts) -> None:
+    """Keep ``node``'s facts, forgetting the oldest entry past ``MAX_CLOSED``: the newest marks
+    are those the grammars being built now hold."""
+    if len(_CLOSED) >= MAX_CLOSED:
+        try:  # the oldest entry; another thread may have removed it first
+            del _CLOSED[next(iter(_CLOSED))]
+        except (KeyError, RuntimeError, StopIteration):
+            pass
+    _CLOSED[id(node)] = (node, facts)
 
 
 def declare_closed(node: Node, facts: ClosedFacts) -> Node:
@@ -526,8 +532,8 @@ def declare_closed(node: Node, facts: ClosedFacts) -> Node:
     (the 24 hours of date-time's leap seconds: 6,000 nodes built on first use in a process).
     The caller guarantees that no Ref or Token is below and that the facts are those
     :func:`mark_closed` would find (tests compare them)."""
-    if id(node) not in _CLOSED and len(_CLOSED) < MAX_CLOSED:
-        _CLOSED[id(node)] = (node, facts)
+    if id(node) not in _CLOSED:
+        _remember_closed(node, facts)
     return node
 
 
