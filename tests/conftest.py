@@ -59,7 +59,7 @@ def _transformers(name: str):
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     torch = pytest.importorskip("torch", reason="torch is not installed (pip install torch==2.13.0)")
     transformers = pytest.importorskip("transformers", reason="transformers is not installed (pip install '.[hf]')")
-    pytest.importorskip("accelerate", reason="accelerate is needed to load GGUF files in transformers")
+    pytest.importorskip("accelerate", reason="accelerate is not installed (pip install '.[hf]')")
     torch.set_num_threads(1)
     path = _model_file(name)
     tokenizer = transformers.AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)

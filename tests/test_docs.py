@@ -32,7 +32,7 @@ def test_page_runs(page):
     if page == "adapters.md":
         for module in ("torch", "transformers", "accelerate"):
             if importlib.util.find_spec(module) is None:
-                pytest.skip(f"needs {module}")
+                pytest.skip(f"{module} is not installed (pip install '.[hf]')")
     code = compile(code_of(page), str(DOCS / page), "exec")
     namespace: dict = {"__name__": f"docs_{page[:-3]}"}
     try:

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 pytest.importorskip("starlette", reason="the server extra is not installed (pip install '.[server]')")
-pytest.importorskip("httpx", reason="Starlette's TestClient needs httpx")
+pytest.importorskip("httpx", reason="httpx is not installed: Starlette's TestClient needs it (pip install '.[test]')")
 
 from starlette.testclient import TestClient  # noqa: E402
 

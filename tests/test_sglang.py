@@ -52,7 +52,7 @@ def tokenizer():
     path = find_model("smollm2")
     if path is None:
         pytest.skip("the SmolLM2 GGUF is not installed (python tools/fetch_assets.py --models)")
-    pytest.importorskip("gguf", reason="gguf is needed to read the tokenizer from the GGUF file")
+    pytest.importorskip("gguf", reason="gguf is not installed (pip install '.[test]')")
     return transformers.AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
 
 

@@ -182,7 +182,7 @@ def smollm2_dir(tmp_path_factory):
     """SmolLM2-135M-Instruct converted from the project's GGUF by transformers (dequantized to
     float32 safetensors, tokenizer alongside): what vLLM loads."""
     transformers = pytest.importorskip("transformers", reason="transformers is not installed (pip install '.[hf]')")
-    pytest.importorskip("gguf", reason="gguf is needed to read the GGUF file")
+    pytest.importorskip("gguf", reason="gguf is not installed: it reads the GGUF file (pip install '.[test]')")
     path = find_model("smollm2")
     if path is None:
         pytest.skip("the SmolLM2 GGUF is not installed (python tools/fetch_assets.py --models)")
