@@ -52,7 +52,6 @@ def _budget_figures(c: Constraint, cid: int) -> tuple[np.ndarray, np.ndarray]:
     return ids[order], need[order]
 
 
-
 @pytest.mark.parametrize("vocab_name", ["llama-bpe", "llama-spm"])
 @pytest.mark.parametrize(("lo", "hi"), [(0, 12), (5, 9)])
 def test_counted_masks_inside_a_begun_unit_equal_walks(vocab_name: str, lo: int, hi: int) -> None:

@@ -29,8 +29,6 @@ AHEAD_ONLY = EngineLimits(aot_max_configs=0, aot_max_positions=5000, aot_budget_
 CHARS = ["a", "\\n", "\\u00e9", "\u00e9", "\u4e2d", "\U0001f600", "\\\\", "b", "\\ud83d\\ude00", "c"]
 
 
-
-
 def _schema(keys: int, max_length: int) -> dict[str, object]:
     """An object of ``keys`` strings of at most ``max_length`` characters (from 4 keys on, the
     string is a machine of its own, called from the object: ``EngineTuning.shared_calls``)."""

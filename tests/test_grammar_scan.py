@@ -38,9 +38,7 @@ def _setops(node: ir.Node) -> bool:
 
 
 def _plain(node: ir.Node) -> bool:
-    return not any(
-        isinstance(n, (ir.Token, ir.Lexeme, ir.Difference, ir.Intersection)) for n in ir.iter_distinct(node)
-    )
+    return not any(isinstance(n, (ir.Token, ir.Lexeme, ir.Difference, ir.Intersection)) for n in ir.iter_distinct(node))
 
 
 @settings(max_examples=400, deadline=None)
